@@ -57,6 +57,9 @@ class Settings(BaseSettings):
     voice_cache_size: int = Field(32, ge=1, description="Prepared voices kept (LRU).")
     watchdog_s: float = Field(120.0, gt=0, description="An engine call longer than this marks the service unhealthy.")
     shutdown_grace_s: float = Field(30.0, ge=0, description="On SIGTERM, running jobs get this long to finish.")
+    priority_max_overtakes: int = Field(
+        4, ge=0, description="A later segment waits behind at most this many newer first segments (0 = plain FIFO)."
+    )
 
     # --- inputs ------------------------------------------------------------------
     max_upload_mb: float = Field(20.0, gt=0, description="Largest prompt upload in MiB.")

@@ -28,6 +28,11 @@ class PromptAudio:
             of the original that was kept; None otherwise.
         warnings: bilingual warnings (low sample rate, clipping, low level, noise, short).
         source_path: the file it was read from, if any.
+        kept_range_s: (start, end) in seconds of the decoded original that ``samples``
+            cover, after trimming silence and any cut; None if unknown.
+        original_duration_s: seconds of the decoded upload (at most the analysis limit).
+        original_channels: channel count of the upload (down-mixed to mono here).
+        clipped_fraction: share of the upload's samples at or near full scale (0..1).
     """
 
     samples: np.ndarray
@@ -41,6 +46,10 @@ class PromptAudio:
     trimmed_from_s: tuple[float, float] | None = None
     warnings: Warnings = field(default_factory=Warnings)
     source_path: str | None = None
+    kept_range_s: tuple[float, float] | None = None
+    original_duration_s: float | None = None
+    original_channels: int = 1
+    clipped_fraction: float = 0.0
 
     @property
     def fingerprint(self) -> str:
@@ -61,4 +70,8 @@ class PromptAudio:
             "rms_dbfs": round(self.rms_dbfs, 1),
             "snr_db": round(self.snr_db, 1),
             "trimmed_from_s": self.trimmed_from_s,
+            "kept_range_s": self.kept_range_s,
+            "original_duration_s": None if self.original_duration_s is None else round(self.original_duration_s, 2),
+            "original_channels": self.original_channels,
+            "clipped_fraction": round(self.clipped_fraction, 5),
         }

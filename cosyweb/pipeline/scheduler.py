@@ -1,0 +1,146 @@
+"""Segment-level priority scheduling with dynamic batching.
+
+The unit of scheduling is one text segment of one job (a :class:`WorkItem`). A job
+has at most one item queued or in flight, so its segments are produced in order.
+
+Priority (issue "serving core", First-chunk priority; the same idea as NVIDIA's
+Triton CosyVoice3 runtime, which serves a new request's first chunk ahead of other
+requests' later chunks):
+
+* class 0: the first segment of a job that just got a slot, FIFO by enqueue order;
+* class 1: later segments of jobs already streaming, FIFO by the time they became ready.
+  With one item per job this is round robin between streaming jobs, so every stream
+  advances (ordering by job start instead would stall younger streams behind the oldest).
+* aging: each time an item is dispatched ahead of an older waiting item, that older item
+  counts one overtake; after ``max_overtakes`` it is promoted to class 0. So a later segment
+  waits behind at most ``max_overtakes`` newer first segments: nothing starves under a
+  stream of new jobs. ``max_overtakes=0`` turns the priority off (plain FIFO).
+  Counting overtakes rather than seconds keeps the policy deterministic and testable.
+
+Dynamic batching: :meth:`SegmentScheduler.take` returns up to ``max_items`` items. When
+fewer are ready it waits up to ``batch_wait_s`` for more, returning as soon as the batch
+is full (LitServe and Triton's dynamic batcher use the same max-size / max-delay pair).
+
+Thread-safety: the scheduler shares the pipeline core's condition variable; ``put`` and
+``remove_job`` must be called with it held, ``take`` acquires it itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .job import Job
+
+
+@dataclass(eq=False)
+class WorkItem:
+    """One segment of one job, waiting for or on a worker.
+
+    Attributes:
+        job: the owning job.
+        segment_index: 0-based index into ``job.segments``.
+        seq: global enqueue order (smaller = older).
+        first: True for the job's first segment (priority class 0).
+        n_overtaken: how many newer items were dispatched before this one.
+        t_enqueued: monotonic time it became ready, seconds.
+    """
+
+    job: Job
+    segment_index: int
+    seq: int
+    first: bool
+    n_overtaken: int = 0
+    t_enqueued: float = field(default_factory=time.monotonic)
+
+
+class SegmentScheduler:
+    """Priority queue of :class:`WorkItem` with aging and batch collection.
+
+    Args:
+        cond: the core's condition variable (guards this object and wakes workers).
+        max_overtakes: overtakes after which a later segment is promoted (>= 0).
+    """
+
+    def __init__(self, cond: threading.Condition, max_overtakes: int = 4) -> None:
+        self._cond = cond
+        self.max_overtakes = max(0, int(max_overtakes))
+        self._items: list[WorkItem] = []
+        self._seq = itertools.count()
+        self._closed = False
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`."""
+        return self._closed
+
+    def _rank(self, item: WorkItem) -> tuple[int, int]:
+        promoted = item.first or item.n_overtaken >= self.max_overtakes
+        return (0 if promoted else 1, item.seq)
+
+    def put(self, job: Job, segment_index: int) -> WorkItem:
+        """Queue segment ``segment_index`` of ``job`` (caller holds the condition)."""
+        item = WorkItem(job, segment_index, next(self._seq), first=segment_index == 0)
+        self._items.append(item)
+        self._cond.notify_all()
+        return item
+
+    def remove_job(self, job: Job) -> bool:
+        """Drop the queued item of ``job``, if any (caller holds the condition)."""
+        n = len(self._items)
+        self._items = [it for it in self._items if it.job is not job]
+        return len(self._items) != n
+
+    def order(self) -> list[WorkItem]:
+        """The queued items in dispatch order (caller holds the condition); for stats and tests."""
+        return sorted(self._items, key=self._rank)
+
+    def _pop(self, n: int) -> list[WorkItem]:
+        ranked = sorted(self._items, key=self._rank)
+        taken, rest = ranked[:n], ranked[n:]
+        newest_taken = max((it.seq for it in taken), default=-1)
+        for it in rest:
+            if it.seq < newest_taken:
+                it.n_overtaken += sum(1 for t in taken if t.seq > it.seq)
+        self._items = rest
+        return taken
+
+    def take(self, max_items: int = 1, batch_wait_s: float = 0.0) -> Optional[list[WorkItem]]:
+        """Block until work is ready; return 1..``max_items`` items in priority order.
+
+        With fewer than ``max_items`` ready, waits at most ``batch_wait_s`` seconds (from the
+        moment the first item is ready) for more, returning early once the batch is full.
+
+        Returns:
+            A non-empty list, or None once the scheduler is closed.
+        """
+        max_items = max(1, int(max_items))
+        with self._cond:
+            while True:
+                while not self._items and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return None
+                if max_items > 1 and batch_wait_s > 0 and len(self._items) < max_items:
+                    deadline = time.monotonic() + batch_wait_s
+                    while len(self._items) < max_items and not self._closed:
+                        remaining_s = deadline - time.monotonic()
+                        if remaining_s <= 0:
+                            break
+                        self._cond.wait(remaining_s)
+                    if self._closed:
+                        return None
+                if self._items:  # another worker may have taken them meanwhile
+                    return self._pop(max_items)
+
+    def close(self) -> None:
+        """Wake every waiting worker; :meth:`take` returns None from now on."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()

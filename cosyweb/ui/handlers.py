@@ -1,0 +1,478 @@
+"""Event handlers of the web UI and of the Gradio API, talking only to the pipeline.
+
+Every handler receives plain values from Gradio components and returns plain values or
+``gr.update``/``gr.skip`` objects, so they can be tested without a browser. Errors from the
+pipeline (:class:`cosyweb.errors.CosywebError`) become ``gr.Error`` with the bilingual
+message, session language first (:func:`cosyweb.ui.i18n.bilingual`).
+
+Admission is the pipeline's: Gradio's queue is only the transport (events run with
+``concurrency_limit=None``). The streaming handler refuses a busy request before its first
+yield, so the browser and ``gradio_client`` both get ``系统繁忙，请稍后再试 / System busy,
+please try again later`` at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import random
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, AsyncIterator, Optional
+
+import anyio
+import gradio as gr
+import numpy as np
+
+from cosyweb.audio.encode import to_int16
+from cosyweb.errors import CosywebError, InvalidInputError, JobCancelledError, Message
+from cosyweb.options import DIALECTS, EMOTIONS, MODE_LABELS, SynthesisOptions, SynthesisStatus
+from cosyweb.ui.i18n import bilingual, norm_lang, t
+from cosyweb.ui.inputs import SEED_MAX, annotate, both, build_options, merge_warnings
+from cosyweb.ui.outputs import OutputStore
+
+log = logging.getLogger("cosyweb.ui")
+
+#: While a job waits in the queue, the status line is refreshed this often (seconds). Each
+#: refresh is also when Gradio notices a closed tab and closes the handler (-> job.cancel()).
+QUEUE_REFRESH_S = 1.0
+#: Conditioned prompts kept per process, keyed by upload path + size + mtime.
+PROMPT_CACHE_SIZE = 8
+
+
+#: What a user sees for an unexpected exception (details go to the log, never to the client).
+INTERNAL_ERROR = Message("internal", "服务器内部错误，请重试", "Internal server error, please retry")
+
+
+def _gr_error(err: "CosywebError | Message", lang: str) -> gr.Error:
+    """A ``gr.Error`` carrying the bilingual message (session language first)."""
+    return gr.Error(bilingual(err, lang), title=t("error_title", lang), print_exception=False)
+
+
+def _client_id(request: Optional[gr.Request]) -> Optional[str]:
+    """The per-client admission key: the Gradio session (one per browser tab / API client)."""
+    if request is None:
+        return None
+    return getattr(request, "session_hash", None) or None
+
+
+def _path_of(value: Any) -> Optional[str]:
+    """A file path from a Gradio file/audio value (str, Path, dict with ``path``, FileData)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, (str, os.PathLike)):
+        return os.fspath(value)
+    if isinstance(value, dict):
+        return value.get("path") or value.get("name")
+    return getattr(value, "path", None)
+
+
+def _fmt_s(x: float, nd: int = 2) -> str:
+    return f"{x:.{nd}f}"
+
+
+def status_line(status: SynthesisStatus, lang: str) -> str:
+    """The one-line status of a finished job: queue wait, first chunk, total, audio s, RTF."""
+    return t(
+        "status_done",
+        lang,
+        queue_wait_s=_fmt_s(status.queue_wait_ms / 1000.0),
+        first_chunk_ms=f"{status.first_chunk_ms:.0f}",
+        total_s=_fmt_s(status.total_ms / 1000.0),
+        duration_s=_fmt_s(status.duration_s),
+        rtf=f"{status.rtf:.3f}",
+    )
+
+
+class UIHandlers:
+    """The UI's and API's handlers, bound to one service.
+
+    Args:
+        service: a started :class:`cosyweb.pipeline.service.TTSService` (or an object with the
+            same interface: ``capabilities``, ``engine_name``, ``ready``, ``healthy``,
+            ``load_prompt``, ``analyze_text``, ``polyphones``, ``submit``, ``stats``).
+        settings: :class:`cosyweb.config.Settings` (``output_dir``, ``keep_outputs``).
+    """
+
+    def __init__(self, service: Any, settings: Any, store: Optional[OutputStore] = None) -> None:
+        self.service = service
+        self.settings = settings
+        self.store = store or OutputStore(settings.output_dir, settings.keep_outputs)
+        self._prompts: "OrderedDict[tuple, Any]" = OrderedDict()
+        self._prompts_lock = threading.Lock()
+
+    # --- inputs ------------------------------------------------------------------------
+    #: Parse UI/API option values (see :func:`cosyweb.ui.inputs.build_options`).
+    build_options = staticmethod(build_options)
+
+    def load_prompt(self, value: Any):
+        """Decode and check a prompt upload through the service, with a small LRU cache so
+        that the preview and the following generate click decode the file once.
+
+        Raises:
+            InvalidInputError: no file, or the service rejects the recording.
+        """
+        path = _path_of(value)
+        if not path:
+            raise InvalidInputError("prompt.missing", *both("err_no_prompt"))
+        try:
+            st = os.stat(path)
+            key: tuple = (path, st.st_size, st.st_mtime_ns)
+        except OSError:
+            key = (path, None, None)
+        with self._prompts_lock:
+            hit = self._prompts.get(key)
+            if hit is not None:
+                self._prompts.move_to_end(key)
+                return hit
+        prompt = self.service.load_prompt(path)
+        with self._prompts_lock:
+            self._prompts[key] = prompt
+            while len(self._prompts) > PROMPT_CACHE_SIZE:
+                self._prompts.popitem(last=False)
+        return prompt
+
+    def _precheck(self, client_id: Optional[str]) -> None:
+        """Refuse at once, before decoding the prompt, when the job could not be admitted.
+
+        Uses ``service.precheck`` where the pipeline exposes it; ``submit`` checks again anyway.
+        """
+        precheck = getattr(self.service, "precheck", None)
+        if precheck is not None:
+            precheck(client_id)
+
+    async def _admit(self, lang: str, prompt_value: Any, prompt_text: Any, text: Any, options: SynthesisOptions,
+                     client_id: Optional[str]):
+        """Check inputs, refuse when busy, decode the prompt and submit. Returns the Job.
+
+        Raises:
+            gr.Error: any CosywebError (busy, bad input, unsupported option), bilingual.
+        """
+        try:
+            if not _path_of(prompt_value):
+                raise InvalidInputError("prompt.missing", *both("err_no_prompt"))
+            if not str(text or "").strip():
+                raise InvalidInputError("text.empty", *both("err_no_text"))
+            self._precheck(client_id)
+            prompt = await anyio.to_thread.run_sync(self.load_prompt, prompt_value)
+            return await anyio.to_thread.run_sync(
+                lambda: self.service.submit(
+                    prompt, str(text), options, prompt_text=str(prompt_text or "").strip(), client_id=client_id
+                )
+            )
+        except CosywebError as err:
+            raise _gr_error(err, lang) from None
+        except Exception:
+            log.exception("unexpected error while admitting a job")
+            raise _gr_error(INTERNAL_ERROR, lang) from None
+
+    # --- prompt preview -------------------------------------------------------------------
+    def preview_prompt(self, lang: str, prompt_value: Any) -> tuple[Any, str]:
+        """On upload/record: the conditioned (trimmed) prompt and its measurements + warnings.
+
+        Returns:
+            ``((sample_rate, int16 samples) or None, markdown)``.
+        """
+        lang = norm_lang(lang)
+        if not _path_of(prompt_value):
+            return None, ""
+        try:
+            prompt = self.load_prompt(prompt_value)
+        except CosywebError as err:
+            return None, t("prompt_bad", lang, message=err.text(lang))
+        return (prompt.sample_rate, to_int16(prompt.samples)), prompt_report(prompt, lang)
+
+    # --- text -----------------------------------------------------------------------------
+    def check_text(self, lang: str, text: Any) -> str:
+        """Inline validation of the synthesis text: segments and estimated length, or the
+        specific error (e.g. ``第5个字符处的拼音标注 [hoo4] 无效``)."""
+        lang = norm_lang(lang)
+        text = str(text or "")
+        if not text.strip():
+            return ""
+        try:
+            segments = self.service.analyze_text(text, SynthesisOptions())
+        except CosywebError as err:
+            return t("text_bad", lang, message=err.text(lang))
+        est_s = sum(s.estimated_duration_s() for s in segments)
+        return t("text_ok", lang, n_segments=len(segments), estimated_s=f"{est_s:.1f}")
+
+    def list_polyphones(self, lang: str, text: Any) -> tuple[Any, Any, list[dict], str]:
+        """List the polyphones of ``text`` for the pronunciation helper.
+
+        Returns:
+            (polyphone dropdown update, reading dropdown update, state, note markdown). The
+            state is a list of ``{"pos", "char", "current", "candidates"}``.
+        """
+        lang = norm_lang(lang)
+        text = str(text or "")
+        items = [
+            {"pos": p.pos, "char": p.char, "current": p.current, "candidates": list(p.candidates)}
+            for p in (self.service.polyphones(text) if text.strip() else [])
+        ]
+        choices = [(t("poly_char_choice", lang, **it), str(it["pos"])) for it in items]
+        first = items[0] if items else None
+        note = t("poly_found", lang, n=len(items)) if items else t("poly_none", lang)
+        return (
+            gr.update(choices=choices, value=str(first["pos"]) if first else None),
+            gr.update(choices=first["candidates"] if first else [], value=first["current"] if first else None),
+            items,
+            note,
+        )
+
+    @staticmethod
+    def pick_polyphone(pos_value: Any, items: list[dict]) -> Any:
+        """When a polyphone is chosen: offer its readings (current reading preselected)."""
+        for it in items or []:
+            if str(it["pos"]) == str(pos_value):
+                return gr.update(choices=it["candidates"], value=it["current"])
+        return gr.update(choices=[], value=None)
+
+    def insert_annotation(self, lang: str, text: Any, pos_value: Any, reading: Any, items: list[dict]):
+        """Replace the chosen character with its bracketed reading (``好`` -> ``[hao4]``) and
+        list the remaining polyphones again.
+
+        Returns:
+            (text, polyphone dropdown update, reading dropdown update, state, note markdown).
+        """
+        lang = norm_lang(lang)
+        text = str(text or "")
+        item = next((it for it in items or [] if str(it["pos"]) == str(pos_value)), None)
+        if item is None or not reading:
+            return text, gr.skip(), gr.skip(), items, t("poly_pick", lang)
+        pos = int(item["pos"])
+        if not (1 <= pos <= len(text)) or text[pos - 1] != item["char"]:
+            return text, gr.skip(), gr.skip(), items, t("poly_stale", lang)
+        new_text = annotate(text, pos, str(reading))
+        poly_dd, reading_dd, new_items, _ = self.list_polyphones(lang, new_text)
+        return new_text, poly_dd, reading_dd, new_items, t("poly_inserted", lang, pos=pos, char=item["char"], reading=reading)
+
+    # --- options --------------------------------------------------------------------------
+    def check_options(self, lang: str, mode: Any, dialect: Any, emotion: Any) -> str:
+        """Inline refusal of a mode/dialect/emotion the engine does not declare ("" if fine).
+
+        Reads ``service.capabilities`` only; ``submit`` refuses the same choices with
+        :class:`cosyweb.errors.UnsupportedOptionError`, so nothing is ever silently ignored.
+        """
+        lang = norm_lang(lang)
+        caps = self.service.capabilities
+        try:
+            opts = self.build_options(mode=mode, dialect=dialect, emotion=emotion)
+        except CosywebError as err:
+            return t("text_bad", lang, message=bilingual(err, lang))
+        problems = []
+        if opts.mode not in caps.modes:
+            zh, en = MODE_LABELS[opts.mode]
+            problems.append((f"当前引擎（{caps.name}）不支持模式「{zh}」", f"The {caps.name} engine does not support the mode {en}"))
+        if opts.dialect not in caps.dialects and opts.dialect != "mandarin":
+            zh, en = DIALECTS[opts.dialect]
+            problems.append((
+                f"当前引擎（{caps.name}）不支持方言「{zh}」，方言需要 CosyVoice3 引擎",
+                f"The {caps.name} engine does not support the dialect {en}; dialects need the CosyVoice3 engine",
+            ))
+        if opts.emotion not in caps.emotions and opts.emotion != "none":
+            zh, en = EMOTIONS[opts.emotion]
+            problems.append((f"当前引擎（{caps.name}）不支持情感「{zh}」", f"The {caps.name} engine does not support the emotion {en}"))
+        return "\n\n".join(
+            t("text_bad", lang, message=bilingual(Message("option.unsupported", zh, en), lang)) for zh, en in problems
+        )
+
+    @staticmethod
+    def roll_seed() -> int:
+        """A fresh random seed in [0, 2**31 - 1]."""
+        return random.randint(0, SEED_MAX)
+
+    # --- status panel -----------------------------------------------------------------------
+    def panel(self, lang: str) -> str:
+        """Queue depth, active jobs and recent median first-chunk latency (for a gr.Timer)."""
+        lang = norm_lang(lang)
+        stats = self.service.stats()
+        if not stats.get("healthy", True):
+            return t("panel_unhealthy", lang)
+        if not stats.get("ready", True):
+            return t("panel_not_ready", lang)
+        median = stats.get("median_first_chunk_ms")
+        return t(
+            "panel",
+            lang,
+            queue_depth=stats.get("queue_depth", 0),
+            active_jobs=stats.get("active_jobs", 0),
+            median_first_chunk=t("ms", lang, value=f"{median:.0f}") if median is not None else t("na", lang),
+        )
+
+    # --- synthesis: streaming (UI + api_name="synthesize_stream") ----------------------------
+    async def synthesize_stream(
+        self,
+        lang: str,
+        prompt_audio: Any,
+        prompt_text: str,
+        text: str,
+        mode: Any,
+        dialect: Any,
+        emotion: Any,
+        speed: float,
+        volume: float,
+        seed: Any,
+        instruct_text: str,
+        request: gr.Request,
+    ) -> AsyncIterator[tuple[Any, Any, str]]:
+        """Stream one job: yields ``(audio chunk, wav file, status line)``.
+
+        Audio chunks are ``(sample_rate, int16 ndarray)``: int16, because Gradio re-normalises
+        float chunks one by one and the volume would jump. While queued, the status shows the
+        queue position, refreshed every :data:`QUEUE_REFRESH_S`. The finished result is written
+        to ``settings.output_dir`` and offered as the file output. A closed tab or the stop
+        button closes this generator, which cancels the job and frees its slot.
+
+        Raises:
+            gr.Error: busy (before the first yield), bad input, unsupported option, job failure.
+        """
+        lang = norm_lang(lang)
+        try:
+            options = self.build_options(mode, dialect, emotion, speed, volume, seed, instruct_text)
+        except CosywebError as err:
+            raise _gr_error(err, lang) from None
+        job = await self._admit(lang, prompt_audio, prompt_text, text, options, _client_id(request))
+        finished = False
+        parts: list[np.ndarray] = []
+        t_submit = time.monotonic()
+        try:
+            async for ev in _events_with_ticks(job, QUEUE_REFRESH_S):
+                if ev is None or ev.kind == "queued":
+                    pos = job.position()
+                    if pos:  # still waiting
+                        yield gr.skip(), gr.skip(), t("status_queued", lang, position=pos) + _waited(t_submit, lang)
+                    continue
+                if ev.kind == "started":
+                    yield gr.skip(), None, t("status_started", lang)
+                elif ev.kind == "chunk":
+                    parts.append(ev.audio)
+                    audio_s = sum(len(p) for p in parts) / float(job.sample_rate)
+                    yield (job.sample_rate, to_int16(ev.audio)), gr.skip(), t("status_streaming", lang, audio_s=f"{audio_s:.1f}")
+                elif ev.kind == "done":
+                    finished = True
+                    audio = np.concatenate(parts) if parts else np.zeros(0, np.float32)
+                    path = await anyio.to_thread.run_sync(self.store.save, audio, job.sample_rate, job.id)
+                    yield gr.skip(), str(path), status_line(ev.status, lang) + _warnings_suffix(ev.status, lang)
+                    return
+                elif ev.kind == "error":
+                    finished = True
+                    if isinstance(ev.error, JobCancelledError):
+                        yield gr.skip(), gr.skip(), t("status_cancelled", lang)
+                        return
+                    yield gr.skip(), gr.skip(), t("status_error", lang, message=ev.error.text(lang))
+                    raise _gr_error(ev.error, lang)
+        finally:
+            if not finished:
+                job.cancel("client_gone")
+
+    # --- synthesis: whole file (api_name="synthesize") --------------------------------------
+    async def synthesize_api(
+        self,
+        prompt_audio: Any,
+        prompt_text: str,
+        text: str,
+        mode: Any,
+        dialect: Any,
+        emotion: Any,
+        speed: float,
+        seed: Any,
+        volume: float,
+        instruct_text: str,
+        request: gr.Request,
+    ) -> tuple[str, dict]:
+        """Synthesise a whole text and return ``(wav file path, status dict)``.
+
+        The status dict is :meth:`SynthesisStatus.to_dict` (``duration_s``, ``sample_rate``,
+        ``rtf``, ``first_chunk_ms``, ``queue_wait_ms``, ``total_ms``...) with ``warnings``
+        (``[{"code", "zh", "en"}]``, prompt warnings included) and ``file``.
+
+        Raises:
+            gr.Error: bilingual ``"<zh> / <en>"`` message: busy, bad input, job failure.
+        """
+        lang = "zh"
+        try:
+            options = self.build_options(mode, dialect, emotion, speed, volume, seed, instruct_text)
+        except CosywebError as err:
+            raise _gr_error(err, lang) from None
+        job = await self._admit(lang, prompt_audio, prompt_text, text, options, _client_id(request))
+        finished = False
+        try:
+            async for ev in job.aevents():
+                if ev.kind == "done":
+                    finished = True
+                    audio = job.audio()
+                    path = await anyio.to_thread.run_sync(self.store.save, audio, job.sample_rate, job.id)
+                    status = ev.status.to_dict()
+                    status["warnings"] = merge_warnings(getattr(job, "warnings", []), status.get("warnings", []))
+                    status["file"] = Path(path).name
+                    return str(path), status
+                if ev.kind == "error":
+                    finished = True
+                    raise _gr_error(ev.error, lang)
+            raise gr.Error("job ended without a result")  # pragma: no cover - the pipeline always ends a job
+        finally:
+            if not finished:
+                job.cancel("client_gone")
+
+
+async def _events_with_ticks(job: Any, tick_s: float) -> AsyncIterator[Any]:
+    """``job.aevents()``, plus ``None`` every ``tick_s`` seconds while no event arrives.
+
+    The ticks let the caller refresh the queue position and give Gradio a chance to notice a
+    disconnected client. A pump task reads the job's events into an asyncio queue so that a
+    timed-out wait does not cancel the job's own iterator.
+    """
+    q: asyncio.Queue = asyncio.Queue()
+    done = object()
+
+    async def pump() -> None:
+        try:
+            async for ev in job.aevents():
+                q.put_nowait(ev)
+        finally:
+            q.put_nowait(done)
+
+    task = asyncio.ensure_future(pump())
+    try:
+        while True:
+            try:
+                item = await asyncio.wait_for(q.get(), timeout=tick_s)
+            except asyncio.TimeoutError:
+                yield None
+                continue
+            if item is done:
+                if task.done() and task.exception() is not None:
+                    raise task.exception()
+                return
+            yield item
+    finally:
+        if not task.done():
+            task.cancel()
+
+
+def _waited(t0: float, lang: str) -> str:
+    s = int(time.monotonic() - t0)
+    return f"（已等待 {s} 秒）" if lang == "zh" else f" (waited {s} s)"
+
+
+def _warnings_suffix(status: SynthesisStatus, lang: str) -> str:
+    ws = [w.get(lang) or w.get("en", "") for w in (status.warnings or [])]
+    return "".join("\n\n" + t("warning_item", lang, message=w) for w in ws if w)
+
+
+def prompt_report(prompt: Any, lang: str) -> str:
+    """Markdown with a prompt's measurements, any cut, and its warnings."""
+    stats = prompt.stats()
+    lines = [t("prompt_ok", lang), t("prompt_stats", lang, **stats)]
+    if stats.get("trimmed_from_s"):
+        start, end = stats["trimmed_from_s"]
+        lines.append(t("prompt_trimmed", lang, start=f"{start:.1f}", end=f"{end:.1f}"))
+    lines += [t("warning_item", lang, message=w) for w in prompt.warnings.texts(lang)]
+    return "\n\n".join(lines)
+
+
+__all__ = ["UIHandlers", "annotate", "merge_warnings", "prompt_report", "status_line"]
