@@ -82,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--volume", type=float, default=1.0, metavar="V", help="loudness factor, 0.25 to 2.0")
     g.add_argument("--seed", type=int, default=0, metavar="N", help="random seed (same seed, same audio)")
     g.add_argument("--instruct-text", default="", metavar="I", help="instruction for instruct mode")
+    g.add_argument("--language", default="auto", metavar="L", help="text language: auto (detect), zh, yue, en")
     g.add_argument("--out", required=True, metavar="OUT.wav", help="output wav path")
     _add_engine_options(synth)
     return parser
@@ -133,8 +134,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     settings, rc = _settings_or_exit(args)
     if settings is None:
         return rc
-    from cosyweb.server.run import serve
+    from cosyweb.server.run import check_share_auth, serve
 
+    try:
+        check_share_auth(settings)
+    except StartupError as err:
+        return _die(EXIT_BAD_INPUT, err.zh, err.en)
     try:
         return serve(settings)
     except StartupError as err:
@@ -154,7 +159,8 @@ def cmd_synth(args: argparse.Namespace) -> int:
     configure_logging("WARNING" if settings.log_level.upper() == "INFO" else settings.log_level)
     try:
         options = build_options(
-            args.mode, args.dialect, args.emotion, args.speed, args.volume, args.seed, args.instruct_text
+            args.mode, args.dialect, args.emotion, args.speed, args.volume, args.seed, args.instruct_text,
+            args.language,
         )
         if not args.text.strip():
             raise InvalidInputError("text.empty", "请输入要合成的文本", "Please enter the text to synthesise")

@@ -203,7 +203,7 @@ class BatchingFakeEngine(FakeEngine):
         call_cost_s, item_cost_s: simulated compute, slept (benchmarks; 0 in tests).
 
     Attributes:
-        batch_sizes: size of every ``synthesize_batch`` call, in order.
+        batch_sizes: size of every ``synthesize_batch`` call, in order (``calls`` has every call).
     """
 
     def __init__(self, *, max_batch: int = 4, call_cost_s: float = 0.0, item_cost_s: float = 0.0, **kw) -> None:
@@ -211,6 +211,13 @@ class BatchingFakeEngine(FakeEngine):
         self.call_cost_s = call_cost_s
         self.item_cost_s = item_cost_s
         self.batch_sizes: list[int] = []
+
+    def synthesize(self, voice: Voice, segment: TextSegment, options: SynthesisOptions) -> Iterator[np.ndarray]:
+        """The unbatched path (used when batching is off): the cost of a batch of one."""
+        cost_s = self.call_cost_s + self.item_cost_s
+        if cost_s > 0:
+            time.sleep(cost_s)
+        yield from super().synthesize(voice, segment, options)
 
     def synthesize_batch(self, items: Sequence[SegmentWork]) -> list[np.ndarray]:
         texts = [it.segment.text for it in items]

@@ -249,7 +249,10 @@ def test_fake_hangs_without_marker_when_unguarded(engine, voice):
     threading.excepthook = lambda args: None  # the LLM thread's AssertionError (upstream only logs it)
 
     def consume():
-        for _ in raw.inference_zero_shot("你好。", TRANSCRIPT, path, stream=True, text_frontend=False):
+        try:
+            for _ in raw.inference_zero_shot("你好。", TRANSCRIPT, path, stream=True, text_frontend=False):
+                pass
+        except RuntimeError:  # once released: zero tokens crash the vocoder, as upstream's HiFT does
             pass
         done.set()
 
@@ -427,11 +430,11 @@ def test_load_wav_replaced_everywhere_upstream_looks_it_up(engine, voice):
 
 
 def test_soundfile_loader_shape_rate_and_errors(tmp_path):
-    stereo = np.stack([np.linspace(-0.5, 0.5, 44100), np.zeros(44100)], axis=1).astype(np.float32)
+    stereo = np.stack([np.full(44100, 0.5), np.zeros(44100)], axis=1).astype(np.float32)
     sf.write(tmp_path / "a.wav", stereo, 44100, subtype="PCM_16")
     x = load_wav_soundfile(str(tmp_path / "a.wav"), 16000)
     assert x.dtype == torch.float32 and x.dim() == 2 and x.shape[0] == 1 and abs(x.shape[1] - 16000) <= 1
-    assert abs(float(x.abs().max()) - 0.25) < 0.01  # mono = mean of the channels
+    assert abs(float(x[0, 1000:-1000].mean()) - 0.25) < 0.001  # mono = mean of the channels
     with open(tmp_path / "a.wav", "rb") as f:  # file objects work, as upstream's do
         assert load_wav_soundfile(f, 24000).shape[1] == 24000
     sf.write(tmp_path / "low.wav", np.zeros(8000, np.float32), 8000)

@@ -205,3 +205,21 @@ def test_not_started_service_refuses_busy():
     with pytest.raises(BusyError) as exc_info:
         submit(svc, "a")
     assert exc_info.value.details["reason"] == "not_ready"
+
+
+def test_precheck_refuses_early_without_admitting(service_factory):
+    engine = FakeEngine()
+    gate = engine.on("*", before=Gate()).before
+    svc = service_factory(engine, concurrency=1, max_queue=0, per_client_jobs=1)
+    svc.precheck("x")  # free slot: passes, admits nothing
+    assert svc.stats()["admitted"] == 0
+    job = submit(svc, "a", client_id="x")
+    with pytest.raises(ClientLimitError):
+        svc.precheck("x")
+    with pytest.raises(BusyError) as exc_info:
+        svc.precheck("y")
+    assert exc_info.value.details["reason"] == "queue_full"
+    assert svc.stats()["refused"] == 2
+    gate.open()
+    job.result(timeout=10)
+    svc.precheck("y")

@@ -24,7 +24,9 @@ def _err(text: str, **kw) -> InvalidInputError:
 
 
 # ------------------------------------------------------------------ accepted forms
-@pytest.mark.parametrize("text", ["她[h][ào]干净", "她[hao4]干净", "她[hào]干净", "她[HAo4]干净", "她[ hao4 ]干净", "她［hao4］干净"])
+@pytest.mark.parametrize(
+    "text", ["她[h][ào]干净", "她[hao4]干净", "她[hào]干净", "她[HAo4]干净", "她[ hao4 ]干净", "她［hao4］干净"]
+)
 def test_all_forms_mean_the_same(text):
     seg = _one(text)
     hanzi = [t for t in seg.tokens if t.kind == TokenKind.HANZI]
@@ -117,7 +119,10 @@ MALFORMED = [
     ("她[hàò]干净", 2, "[hàò]"),  # two marks
     ("她[h]干净", 2, "[h]"),  # initial without final
     ("她[h] [ào]干净", 2, "[h]"),  # initial not directly followed by its final
-    ("她[zh][h][ào]", 2, "[zh][h]"),  # initial followed by an initial
+    ("她[zh][h][ào]", 2, "[zh]"),  # initial followed by an initial
+    ("她[h][breath]", 2, "[h]"),  # initial followed by a tag
+    ("她[h][ào6]", 2, "[h][ào6]"),  # final with a bad tone
+    ("她[h][hao4]", 2, "[h][hao4]"),  # initial followed by a whole syllable
     ("她[v][ào]", 2, "[v]"),  # bad initial
     ("她[h][oo]", 2, "[h][oo]"),  # bad final
     ("她[b][üe]", 2, "[b][üe]"),  # real initial, real final, no such syllable

@@ -234,7 +234,7 @@ class PipelineCore:
                 self.scheduler.put(job, job.next_segment)
                 return
             self._finish_locked(job, None)
-        self._log_job(job)
+        self._announce_end(job)
 
     # --- endings ------------------------------------------------------------------------
     def finish(self, job: Job, error: Optional[CosywebError]) -> bool:
@@ -243,7 +243,7 @@ class PipelineCore:
         with self.cond:
             ended = self._finish_locked(job, error)
         if ended:
-            self._log_job(job)
+            self._announce_end(job)
         return ended
 
     def cancel_job(self, job: Job, reason: str = "cancelled") -> bool:
@@ -271,12 +271,17 @@ class PipelineCore:
         job.status_info = self._status_info(job, now)
         self._count_outcome(job)
         self.cond.notify_all()
-        if error is None:
-            job.publish(JobEvent("done", job.id, status=job.status_info))
-        else:
-            job.publish(JobEvent("error", job.id, error=error))
         self.monitor.remove_deadline(job)
         return True
+
+    def _announce_end(self, job: Job) -> None:
+        """Log the job's line, then publish its terminal event (outside the lock, in that order,
+        so a reader woken by the event finds the log written)."""
+        self._log_job(job)
+        if job.error is None:
+            job.publish(JobEvent("done", job.id, status=job.status_info))
+        else:
+            job.publish(JobEvent("error", job.id, error=job.error))
 
     def _status_info(self, job: Job, now: float) -> SynthesisStatus:
         t_first = job.t_first_chunk

@@ -227,9 +227,9 @@ class TTSService:
 
     def polyphones(self, text: str) -> list[Polyphone]:
         """Polyphonic characters of ``text`` with their candidate readings (for the UI helper)."""
-        from cosyweb.text import frontend  # lazy
+        from cosyweb.text.frontend import find_polyphones  # lazy
 
-        return list(frontend.polyphones(text))
+        return list(find_polyphones(text))
 
     # --- jobs -------------------------------------------------------------------------------
     def submit(
@@ -290,6 +290,16 @@ class TTSService:
         )
         self._core.admit(job, timeout_s)
         return job
+
+    def precheck(self, client_id: Optional[str] = None) -> None:
+        """Refuse at once if a job of ``client_id`` could not be admitted now, whatever its size
+        (lets the UI answer busy before decoding a prompt). Never blocks; ``submit`` checks again.
+
+        Raises:
+            ClientLimitError: the client already has ``per_client_jobs`` jobs.
+            BusyError: queue full, not ready, or shutting down.
+        """
+        self._core.precheck(client_id)
 
     def get_job(self, job_id: str) -> Optional[Job]:
         """A queued or running job by id (None once finished or unknown)."""

@@ -115,7 +115,8 @@ def _bad_content(pos: int, token: str, content: str) -> InvalidInputError:
     if content.isupper():
         return _error(
             pos, token,
-            f"第{pos}个字符处的 ARPAbet 音素标注 {token} 无效（应为 39 个 ARPAbet 音素之一，元音可带重音 0-2，如 [AY1]）",
+            f"第{pos}个字符处的 ARPAbet 音素标注 {token} 无效"
+            "（应为 39 个 ARPAbet 音素之一，元音可带重音 0-2，如 [AY1]）",
             f"invalid ARPAbet annotation {token} at character {pos} "
             "(expected one of the 39 ARPAbet phones, vowels with stress 0-2, e.g. [AY1])",
         )
@@ -247,15 +248,20 @@ def _resolve(brackets: list[_Bracket]) -> list[Piece]:
                 k += 1
             out.append(Arpabet(tuple(phones), b.start + 1, source))
         elif low in syllables.initials():
-            token = b.source + (nxt.source if nxt else "")
-            if nxt is None or nxt.content.isupper() or not syllables.is_final(nxt.content):
-                raise _bad_pinyin(b.start + 1, token, (
+            nlow = nxt.content.lower() if nxt else ""
+            if nxt is None or nxt.content.isupper() or nlow in BRACKET_TAGS or nlow in syllables.initials():
+                raise _bad_pinyin(b.start + 1, b.source, (
                     "声母后须紧跟一个韵母，如 [h][ào]",
                     "an initial must be followed directly by a final, e.g. [h][ào]",
                 ))
-            tone3 = syllables.join_initial_final(low, nxt.content.lower())
+            token = b.source + nxt.source
+            tone3 = syllables.join_initial_final(low, nlow)
             if tone3 is None:
-                raise _bad_pinyin(b.start + 1, token, ("不是普通话音节", "not a Mandarin syllable"))
+                bad_tone = re.search(r"[0-9]$", nlow) and not re.search(r"[1-5]$", nlow)
+                raise _bad_pinyin(b.start + 1, token, (
+                    ("声调须为 1 到 5（5 为轻声）", "the tone must be 1 to 5 (5 = neutral)") if bad_tone
+                    else ("不是普通话音节", "not a Mandarin syllable")
+                ))
             out.append(Syllable(tone3, b.start + 1, token))
             k += 2
         else:

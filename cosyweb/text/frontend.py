@@ -201,3 +201,7 @@ def annotate(text: str, pos: int, reading: str) -> str:
             position=pos, token=str(reading),
         )
     return f"{text[:pos - 1]}[{tone3}]{text[pos:]}"
+
+
+#: Alias of :func:`find_polyphones` (``cosyweb.pipeline.service`` calls ``frontend.polyphones``).
+polyphones = find_polyphones

@@ -28,7 +28,10 @@ from cosyweb.text import verbalize as vb
 PHONE_ONE_AS_YAO = True
 #: Measure words after which a lone 2 reads 两.
 _MEASURE = frozenset("个只本次位种件条张台辆块双对份杯瓶碗天年周小时分钟秒点岁人家口项名倍")
-_EN_YEAR_CUE = frozenset("in since until by from year of during before after".split()) | {m.lower() for m in vb.EN_MONTHS}
+#: English words after which a number from 1100 to 2099 is read as a year ("in 2026").
+_EN_YEAR_CUE = frozenset("in since until by from year of during before after".split()) | {
+    m.lower() for m in vb.EN_MONTHS
+}
 #: Full-width digits and Latin letters to ASCII (one character for one, positions unchanged).
 FULLWIDTH = str.maketrans(
     "０１２３４５６７８９ＡＢＣＤＥＦＧＨＩＪＫＬＭＮＯＰＱＲＳＴＵＶＷＸＹＺａｂｃｄｅｆｇｈｉｊｋｌｍｎｏｐｑｒｓｔｕｖｗｘｙｚ",
@@ -46,13 +49,13 @@ _PATTERN = re.compile(
             r"(?<![\d.])(?P<zy>\d{4})(?=\s?年)",
             r"(?<![\d.:：])(?P<th>[01]?\d|2[0-4])[:：](?P<tm>[0-5]\d)(?:[:：](?P<ts>[0-5]\d))?(?![\d:：])",
             r"(?<![\d.:：])(?P<ra>\d+)\s?[:：]\s?(?P<rb>\d+)(?![\d:：])",
-            rf"(?P<pn>(?:(?<![\w.])[-−])?{_NUM})\s?[%％]",
+            rf"(?P<pn>(?:(?<![A-Za-z0-9.年月日号点时分秒])[-−])?{_NUM})\s?[%％]",
             rf"(?P<cs>[¥￥$€£])\s?(?P<ca>{_NUM})",
-            rf"(?P<tn>(?:(?<![\w.])[-−])?{_NUM})\s?(?:℃|°\s?C)",
+            rf"(?P<tn>(?:(?<![A-Za-z0-9.年月日号点时分秒])[-−])?{_NUM})\s?(?:℃|°\s?C)",
             r"(?P<on>\d+)(?P<osuf>st|nd|rd|th)\b",
             r"(?<![\d/])(?P<fa>\d+)/(?P<fb>\d+)(?![\d/])",
             rf"(?<![\d.])(?P<ga>{_NUM})\s?[~～–—-]\s?(?P<gb>{_NUM})(?![\d.])",
-            rf"(?P<num>(?:(?<![\w.])[-−])?{_NUM})",
+            rf"(?P<num>(?:(?<![A-Za-z0-9.年月日号点时分秒])[-−])?{_NUM})",
             r"(?P<amp>&)",
         ]
     )
@@ -139,7 +142,7 @@ def _spell(m: re.Match, lang: str, ctx: str) -> str:
         return "和" if zh else "and"
     num = g["num"]
     if zh:
-        if num == "2" and m.end() < len(ctx) and ctx[m.end()] in _MEASURE:
+        if num == "2" and m.end() < len(ctx) and ctx[m.end()] in _MEASURE and ctx[m.start() - 1:m.start()] != "第":
             return "两"
         return vb.zh_cardinal(num)
     if re.fullmatch(r"1[1-9]\d\d|20\d\d", num) and _prev_word(ctx, m.start()) in _EN_YEAR_CUE:

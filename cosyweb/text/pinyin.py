@@ -98,9 +98,9 @@ def _attested() -> dict[str, frozenset[str]]:
     idx: dict[str, set[str]] = defaultdict(set)
     for phrase, readings in PHRASES_DICT.items():
         for ch, options in zip(phrase, readings):
-            for r in options:
-                idx[ch].add(to_tone3(r, neutral_tone_with_five=True))
-    return {ch: frozenset(v) for ch, v in idx.items()}
+            idx[ch].update(options)
+    tone3 = lru_cache(maxsize=None)(lambda r: to_tone3(r, neutral_tone_with_five=True))
+    return {ch: frozenset(tone3(r) for r in v) for ch, v in idx.items()}
 
 
 def common_candidates(char: str) -> tuple[str, ...]:

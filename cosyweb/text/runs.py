@@ -34,6 +34,8 @@ PAUSE_MS: dict[str, int] = {
 SENTENCE_END = frozenset("。.！!？?…\n")
 #: Closing marks that stay with the sentence before them.
 CLOSERS = frozenset("”’\"'」』）)】》〉]")
+#: Opening marks that stay with the text after them.
+OPENERS = frozenset("“‘\"'「『（(【《〈[")
 #: English abbreviations whose period is not a pause.
 ABBREVIATIONS = frozenset("mr mrs ms dr prof st jr sr vs etc no mt fig".split())
 
@@ -50,6 +52,7 @@ class Item:
         token: the token, or None for spaces and silent characters.
         sentence_end: a pause that ends a sentence.
         numeric: made from a spelled-out number (for the 一 rule).
+        group: items spelled out from one number share a non-zero group (never cut inside).
     """
 
     display: str
@@ -57,6 +60,7 @@ class Item:
     token: Optional[Token] = None
     sentence_end: bool = False
     numeric: bool = False
+    group: int = 0
 
     @property
     def speakable(self) -> bool:
@@ -80,6 +84,13 @@ def english_syllables(word: str) -> int:
 
 
 def _plain_items(span: Span, han_lang: str) -> list[Item]:
+    items = _scan_span(span, han_lang)
+    if not span.verbatim:
+        items = [replace(it, group=span.pos) for it in items]
+    return items
+
+
+def _scan_span(span: Span, han_lang: str) -> list[Item]:
     out: list[Item] = []
     text, i = span.text, 0
     while i < len(text):

@@ -4,15 +4,15 @@ Rules (lengths are display characters, tags count 0):
 
 * Sentences end after a sentence-final pause (。！？.!?… or a newline); closing quotes and
   brackets right after it stay with that sentence.
-* The first segment is short, so the first audio chunk comes early: the first sentence if it
-  has at most ``first_chars`` characters; otherwise it is cut at the last clause pause
-  (，、；： …) within ``first_chars``, else at the first clause pause within 1.5 × ``first_chars``,
-  else between two tokens near ``first_chars``.
-* Later segments pack whole sentences up to ``max_chars``; a longer sentence is cut at clause
-  pauses, and a clause longer than ``max_chars`` between tokens.
-* A cut is never inside an annotation or an English word (both are single items) nor inside a
-  ``<strong>…</strong>`` span, never just before a pause mark, and every segment has
-  something to say (a segment of only tags or pauses joins its neighbour).
+* Segments pack whole sentences up to a limit: ``first_chars`` for the first segment (short,
+  so the first audio chunk comes early), ``max_chars`` for the later ones.
+* A sentence longer than the limit is cut at the last clause pause (，、；： …) within the
+  limit; for the first segment, else at the first clause pause within 1.5 × ``first_chars``;
+  else between two tokens within the limit.
+* A cut is never inside an annotation or an English word (both are single items), inside a
+  spelled-out number (一百二十三, "one hundred and twenty-three") or a ``<strong>…</strong>`` span,
+  never just before a pause mark or closing quote, never just after an opening quote, and
+  every segment has something to say (a segment of only tags or pauses joins its neighbour).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Sequence
 
-from cosyweb.text.runs import CLOSERS, Item
+from cosyweb.text.runs import CLOSERS, OPENERS, Item
 from cosyweb.text.types import TokenKind
 
 #: The first segment may run to this multiple of ``first_chars`` to reach a clause pause.
@@ -36,8 +36,14 @@ def _allowed(items: Sequence[Item]) -> list[bool]:
         tok = items[b - 1].token
         if tok is not None and tok.kind == TokenKind.TAG and tok.text.startswith("<"):
             depth += -1 if tok.text.startswith("</") else 1
-        nxt = items[b]
-        ok[b] = depth == 0 and not nxt.is_pause and not (nxt.display in CLOSERS and nxt.token is None)
+        prev, nxt = items[b - 1], items[b]
+        ok[b] = (
+            depth == 0
+            and not nxt.is_pause
+            and not (nxt.token is None and nxt.display in CLOSERS)
+            and not (prev.token is None and prev.display in OPENERS and not nxt.display.isspace())
+            and not (prev.group and prev.group == nxt.group)
+        )
     return ok
 
 
@@ -80,18 +86,26 @@ class _Cutter:
 
     def cut(self, s: int, e: int, limit: int, slack: float) -> int:
         """A cut point in (s, e), or e when there is none."""
-        cands = [b for b in range(s + 1, e) if self.ok[b] and self.has_speech(s, b) and self.has_speech(b, e)]
-        if not cands:
-            return e
-        clause = [b for b in cands if self.items[b - 1].is_pause]
-        fit = [b for b in clause if self.length(s, b) <= limit]
-        if fit:
-            return fit[-1]
-        near = [b for b in clause if self.length(s, b) <= limit * slack]
-        if near:
-            return near[0]
-        hard = [b for b in cands if self.length(s, b) <= limit]
-        return hard[-1] if hard else cands[0]
+        reach = limit * max(slack, 1.0)
+        clause_fit = clause_near = hard = first = None
+        for b in range(s + 1, e):
+            if self.length(s, b) > reach and first is not None:
+                break
+            if not (self.ok[b] and self.has_speech(s, b) and self.has_speech(b, e)):
+                continue
+            first = b if first is None else first
+            fits = self.length(s, b) <= limit
+            if self.items[b - 1].is_pause:
+                if fits:
+                    clause_fit = b
+                elif clause_near is None and self.length(s, b) <= reach:
+                    clause_near = b
+            if fits:
+                hard = b
+        for choice in (clause_fit, clause_near, hard, first):
+            if choice is not None:
+                return choice
+        return e
 
 
 def split(items: Sequence[Item], first_chars: int, max_chars: int) -> list[tuple[int, int]]:
@@ -112,22 +126,18 @@ def split(items: Sequence[Item], first_chars: int, max_chars: int) -> list[tuple
     cur: tuple[int, int] | None = None
     while queue:
         s, e = queue.popleft()
-        if not segs and cur is None:
-            c = e if cutter.length(s, e) <= first_chars else cutter.cut(s, e, first_chars, FIRST_SLACK)
-            segs.append((s, c))
-            if c < e:
-                queue.appendleft((c, e))
-            continue
-        if cur is not None and cutter.length(cur[0], e) <= max_chars:
+        limit, slack = (first_chars, FIRST_SLACK) if not segs else (max_chars, 1.0)
+        if cur is not None and cutter.length(cur[0], e) <= limit:
             cur = (cur[0], e)
             continue
         if cur is not None:
             segs.append(cur)
             cur = None
-        if cutter.length(s, e) <= max_chars:
+            limit, slack = max_chars, 1.0
+        if cutter.length(s, e) <= limit:
             cur = (s, e)
             continue
-        c = cutter.cut(s, e, max_chars, 1.0)
+        c = cutter.cut(s, e, limit, slack)
         segs.append((s, c))
         if c < e:
             queue.appendleft((c, e))

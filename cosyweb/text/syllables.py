@@ -135,12 +135,6 @@ def parse_syllable(text: str) -> Optional[str]:
     return _valid(*split) if split else None
 
 
-def is_final(text: str) -> bool:
-    """True if ``text`` is a final with an optional tone (``ào``, ``ao``, ``iòng``, ``ǜ``, ``ao4``)."""
-    split = tone_of(text)
-    return bool(split) and split[0] in finals()
-
-
 def join_initial_final(initial: str, final: str) -> Optional[str]:
     """Validate a CosyVoice3 pair ``[initial][final]`` and return the syllable in tone3 form.
 
@@ -163,13 +157,14 @@ def to_cosyvoice(tone3: str) -> str:
 
     ``hao4`` -> ``[h][ào]``; ``ai4`` -> ``[ài]``; ``lv4`` -> ``[l][ǜ]``; ``lve4`` -> ``[l][vè]``;
     ``de5`` -> ``[d][e]``. The interjections without a vowel (``m2``, ``ng2``, ``hm5``) have no
-    CosyVoice3 token; they are written as one bracket with tone marks (``[ḿ]``).
+    CosyVoice3 token; they are written in the full-syllable form (``[m2]``), which
+    :mod:`cosyweb.text.annotations` parses back unambiguously.
     """
     marked = to_tone(tone3)
     initial = to_initials(tone3, strict=False)
     final = to_finals(tone3, strict=False)
     if not _VOWEL_RE.search(final):
-        return f"[{marked}]"
+        return f"[{tone3}]"
     final_marked = marked[len(initial):]
     if final_marked.startswith("ü") and len(final_marked) > 1:
         final_marked = "v" + final_marked[1:]  # CosyVoice3 spells üe as [vè]

@@ -10,17 +10,18 @@ queue, busy refusals and cancellation belong to the pipeline.
 Public API endpoints (``gradio_client``):
 
 - ``/synthesize_stream``: the UI's streaming event; inputs ``lang, prompt_audio, prompt_text,
-  text, mode, dialect, emotion, speed, volume, seed, instruct_text``; outputs the streamed
-  audio, the wav file and the status line.
+  text, mode, dialect, emotion, speed, volume, seed, instruct_text, language``; outputs the
+  streamed audio, the wav file and the status line.
 - ``/synthesize``: non-streaming; inputs ``prompt_audio`` (any audio file), ``prompt_text``,
   ``text``, ``mode``, ``dialect``, ``emotion``, ``speed``, ``seed``, ``volume``,
-  ``instruct_text`` (ids or zh/en labels); outputs a wav file and a JSON status.
+  ``instruct_text``, ``language`` (ids or zh/en labels; ``language`` ``auto``/``zh``/``yue``/``en``);
+  outputs a wav file and a JSON status.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import gradio as gr
 
@@ -119,6 +120,8 @@ def build_blocks(service: Any, settings: Any, handlers: UIHandlers | None = None
                                               label=t("dialect", lang0), info=t("dialect_info", lang0), elem_id="cw-dialect")
                         emotion = gr.Dropdown(i18n.emotion_choices(caps.emotions, lang0), value="none",
                                               label=t("emotion", lang0), elem_id="cw-emotion")
+                        text_language = gr.Dropdown(i18n.text_language_choices(caps.languages, lang0), value="auto",
+                                                    label=t("text_language", lang0), elem_id="cw-text-language")
                     with gr.Row():
                         speed = gr.Slider(SPEED_MIN, SPEED_MAX, value=1.0, step=0.05, label=t("speed", lang0),
                                           info=None if caps.speed else t("speed_info_off", lang0),
@@ -128,7 +131,7 @@ def build_blocks(service: Any, settings: Any, handlers: UIHandlers | None = None
                                            interactive=bool(caps.volume), elem_id="cw-volume")
                     with gr.Row(equal_height=True):
                         seed = gr.Number(value=0, precision=0, minimum=0, label=t("seed", lang0), elem_id="cw-seed")
-                        dice = gr.Button(t("dice", lang0), scale=0, min_width=60, elem_id="cw-dice")
+                        dice = gr.Button(t("dice", lang0), scale=0, min_width=100, elem_id="cw-dice")
                     option_check = gr.Markdown(elem_id="cw-option-check")
 
         with gr.Row():
@@ -137,7 +140,7 @@ def build_blocks(service: Any, settings: Any, handlers: UIHandlers | None = None
         status_md = gr.Markdown(label="status", elem_id="cw-status")
         out_stream = gr.Audio(label=t("out_stream", lang0), streaming=True, autoplay=True, interactive=False,
                               elem_id="cw-out-stream")
-        out_file = gr.File(label=t("out_file", lang0), interactive=False, elem_id="cw-out-file")
+        out_file = gr.File(label=t("out_file", lang0), interactive=False, height=90, elem_id="cw-out-file")
 
         rows = example_rows()
         examples = (
@@ -158,6 +161,7 @@ def build_blocks(service: Any, settings: Any, handlers: UIHandlers | None = None
             api_seed = gr.Number(label="seed", value=0, precision=0)
             api_volume = gr.Number(label="volume", value=1.0)
             api_instruct = gr.Textbox(label="instruct_text", value="")
+            api_language = gr.Textbox(label="language", value="auto")
             api_file = gr.File(label="wav")
             api_status = gr.JSON(label="status")
             api_btn = gr.Button("synthesize")
@@ -165,7 +169,8 @@ def build_blocks(service: Any, settings: Any, handlers: UIHandlers | None = None
         # --- events ------------------------------------------------------------------------------
         quiet = dict(show_progress="hidden", api_visibility="private", concurrency_limit=None)
         prompt_audio.change(h.preview_prompt, [lang, prompt_audio], [prompt_preview, prompt_info], **quiet)
-        text.change(h.check_text, [lang, text], text_check, trigger_mode="always_last", **quiet)
+        gr.on([text.change, text_language.change], h.check_text, [lang, text, text_language], text_check,
+              trigger_mode="always_last", **quiet)
         poly_btn.click(h.list_polyphones, [lang, text], [poly_dd, reading_dd, poly_state, poly_note], **quiet)
         poly_dd.change(h.pick_polyphone, [poly_dd, poly_state], reading_dd, **quiet)
         insert_btn.click(h.insert_annotation, [lang, text, poly_dd, reading_dd, poly_state],
@@ -177,7 +182,8 @@ def build_blocks(service: Any, settings: Any, handlers: UIHandlers | None = None
 
         gen = gen_btn.click(
             h.synthesize_stream,
-            [lang, prompt_audio, prompt_text, text, mode, dialect, emotion, speed, volume, seed, instruct_text],
+            [lang, prompt_audio, prompt_text, text, mode, dialect, emotion, speed, volume, seed, instruct_text,
+             text_language],
             [out_stream, out_file, status_md],
             api_name="synthesize_stream",
             concurrency_limit=None,
@@ -188,7 +194,7 @@ def build_blocks(service: Any, settings: Any, handlers: UIHandlers | None = None
         api_btn.click(
             h.synthesize_api,
             [api_prompt, api_prompt_text, api_text, api_mode, api_dialect, api_emotion, api_speed, api_seed,
-             api_volume, api_instruct],
+             api_volume, api_instruct, api_language],
             [api_file, api_status],
             api_name="synthesize",
             concurrency_limit=None,
@@ -198,49 +204,51 @@ def build_blocks(service: Any, settings: Any, handlers: UIHandlers | None = None
         timer.tick(h.panel, lang, panel_md, **quiet)
 
         # --- language switch: every label, info, placeholder and choice list ------------------------
-        relabel_targets = [title_md, lang, engine_md, prompt_audio, prompt_preview, prompt_text, text, poly_acc,
-                           poly_btn, poly_dd, reading_dd, insert_btn, opts_acc, mode, instruct_text, dialect, emotion,
-                           speed, volume, seed, gen_btn, stop_btn, out_stream, out_file]
+        relabels: list[tuple[Any, Callable[[str], Any]]] = [
+            (title_md, lambda lg: gr.update(value=t("title", lg) + "\n\n" + t("subtitle", lg))),
+            (lang, lambda lg: gr.update(label=t("language", lg))),
+            (engine_md, lambda lg: gr.update(value=_engine_md(caps, lg))),
+            (prompt_audio, lambda lg: gr.update(label=t("prompt_audio", lg))),
+            (prompt_preview, lambda lg: gr.update(label=t("prompt_preview", lg))),
+            (prompt_text, lambda lg: gr.update(label=t("prompt_text", lg), info=_prompt_text_info(caps, lg),
+                                               placeholder=t("prompt_text_placeholder", lg))),
+            (text, lambda lg: gr.update(label=t("text", lg), info=t("text_info", lg),
+                                        placeholder=t("text_placeholder", lg))),
+            (poly_acc, lambda lg: gr.update(label=t("poly_accordion", lg))),
+            (poly_btn, lambda lg: gr.update(value=t("poly_list", lg))),
+            (poly_dd, lambda lg: gr.update(label=t("poly_char", lg))),
+            (reading_dd, lambda lg: gr.update(label=t("poly_reading", lg))),
+            (insert_btn, lambda lg: gr.update(value=t("poly_insert", lg))),
+            (opts_acc, lambda lg: gr.update(label=t("options_accordion", lg))),
+            (mode, lambda lg: gr.update(label=t("mode", lg), choices=i18n.mode_choices(modes, lg),
+                                        info=i18n.missing_modes_info(caps.modes, lg) or None)),
+            (instruct_text, lambda lg: gr.update(label=t("instruct_text", lg), placeholder=t("instruct_placeholder", lg))),
+            (dialect, lambda lg: gr.update(label=t("dialect", lg), info=t("dialect_info", lg),
+                                           choices=i18n.dialect_choices(caps.dialects, lg))),
+            (emotion, lambda lg: gr.update(label=t("emotion", lg), choices=i18n.emotion_choices(caps.emotions, lg))),
+            (text_language, lambda lg: gr.update(label=t("text_language", lg),
+                                                 choices=i18n.text_language_choices(caps.languages, lg))),
+            (speed, lambda lg: gr.update(label=t("speed", lg), info=None if caps.speed else t("speed_info_off", lg))),
+            (volume, lambda lg: gr.update(label=t("volume", lg), info=None if caps.volume else t("volume_info_off", lg))),
+            (seed, lambda lg: gr.update(label=t("seed", lg))),
+            (dice, lambda lg: gr.update(value=t("dice", lg))),
+            (gen_btn, lambda lg: gr.update(value=t("generate", lg))),
+            (stop_btn, lambda lg: gr.update(value=t("stop", lg))),
+            (out_stream, lambda lg: gr.update(label=t("out_stream", lg))),
+            (out_file, lambda lg: gr.update(label=t("out_file", lg))),
+        ]
         if examples is not None:
-            relabel_targets.append(examples.dataset)
+            relabels.append((examples.dataset, lambda lg: gr.update(label=t("examples", lg))))
 
         def relabel(lg: str) -> list[Any]:
+            """Updates for every component in the session language ``lg``."""
             lg = i18n.norm_lang(lg)
-            ups = [
-                gr.update(value=t("title", lg) + "\n\n" + t("subtitle", lg)),
-                gr.update(label=t("language", lg)),
-                gr.update(value=_engine_md(caps, lg)),
-                gr.update(label=t("prompt_audio", lg)),
-                gr.update(label=t("prompt_preview", lg)),
-                gr.update(label=t("prompt_text", lg), info=_prompt_text_info(caps, lg),
-                          placeholder=t("prompt_text_placeholder", lg)),
-                gr.update(label=t("text", lg), info=t("text_info", lg), placeholder=t("text_placeholder", lg)),
-                gr.update(label=t("poly_accordion", lg)),
-                gr.update(value=t("poly_list", lg)),
-                gr.update(label=t("poly_char", lg)),
-                gr.update(label=t("poly_reading", lg)),
-                gr.update(value=t("poly_insert", lg)),
-                gr.update(label=t("options_accordion", lg)),
-                gr.update(label=t("mode", lg), choices=i18n.mode_choices(modes, lg),
-                          info=i18n.missing_modes_info(caps.modes, lg) or None),
-                gr.update(label=t("instruct_text", lg), placeholder=t("instruct_placeholder", lg)),
-                gr.update(label=t("dialect", lg), info=t("dialect_info", lg), choices=i18n.dialect_choices(caps.dialects, lg)),
-                gr.update(label=t("emotion", lg), choices=i18n.emotion_choices(caps.emotions, lg)),
-                gr.update(label=t("speed", lg), info=None if caps.speed else t("speed_info_off", lg)),
-                gr.update(label=t("volume", lg), info=None if caps.volume else t("volume_info_off", lg)),
-                gr.update(label=t("seed", lg)),
-                gr.update(value=t("generate", lg)),
-                gr.update(value=t("stop", lg)),
-                gr.update(label=t("out_stream", lg)),
-                gr.update(label=t("out_file", lg)),
-            ]
-            if examples is not None:
-                ups.append(gr.update(label=t("examples", lg)))
-            return ups
+            return [fn(lg) for _, fn in relabels]
 
+        relabel_targets = [c for c, _ in relabels]
         (
             lang.change(relabel, lang, relabel_targets, **quiet)
-            .then(h.check_text, [lang, text], text_check, **quiet)
+            .then(h.check_text, [lang, text, text_language], text_check, **quiet)
             .then(h.check_options, [lang, mode, dialect, emotion], option_check, **quiet)
             .then(h.panel, lang, panel_md, **quiet)
         )

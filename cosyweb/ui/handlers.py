@@ -31,7 +31,7 @@ from cosyweb.audio.encode import to_int16
 from cosyweb.errors import CosywebError, InvalidInputError, JobCancelledError, Message
 from cosyweb.options import DIALECTS, EMOTIONS, MODE_LABELS, SynthesisOptions, SynthesisStatus
 from cosyweb.ui.i18n import bilingual, norm_lang, t
-from cosyweb.ui.inputs import SEED_MAX, annotate, both, build_options, merge_warnings
+from cosyweb.ui.inputs import SEED_MAX, annotate, both, build_options, merge_warnings, resolve_language
 from cosyweb.ui.outputs import OutputStore
 
 log = logging.getLogger("cosyweb.ui")
@@ -135,15 +135,6 @@ class UIHandlers:
                 self._prompts.popitem(last=False)
         return prompt
 
-    def _precheck(self, client_id: Optional[str]) -> None:
-        """Refuse at once, before decoding the prompt, when the job could not be admitted.
-
-        Uses ``service.precheck`` where the pipeline exposes it; ``submit`` checks again anyway.
-        """
-        precheck = getattr(self.service, "precheck", None)
-        if precheck is not None:
-            precheck(client_id)
-
     async def _admit(self, lang: str, prompt_value: Any, prompt_text: Any, text: Any, options: SynthesisOptions,
                      client_id: Optional[str]):
         """Check inputs, refuse when busy, decode the prompt and submit. Returns the Job.
@@ -156,7 +147,7 @@ class UIHandlers:
                 raise InvalidInputError("prompt.missing", *both("err_no_prompt"))
             if not str(text or "").strip():
                 raise InvalidInputError("text.empty", *both("err_no_text"))
-            self._precheck(client_id)
+            self.service.precheck(client_id)  # refuse busy at once, before decoding the prompt
             prompt = await anyio.to_thread.run_sync(self.load_prompt, prompt_value)
             return await anyio.to_thread.run_sync(
                 lambda: self.service.submit(
@@ -183,10 +174,13 @@ class UIHandlers:
             prompt = self.load_prompt(prompt_value)
         except CosywebError as err:
             return None, t("prompt_bad", lang, message=err.text(lang))
+        except Exception:
+            log.exception("prompt preview failed")
+            return None, t("prompt_bad", lang, message=INTERNAL_ERROR.text(lang))
         return (prompt.sample_rate, to_int16(prompt.samples)), prompt_report(prompt, lang)
 
     # --- text -----------------------------------------------------------------------------
-    def check_text(self, lang: str, text: Any) -> str:
+    def check_text(self, lang: str, text: Any, language: Any = None) -> str:
         """Inline validation of the synthesis text: segments and estimated length, or the
         specific error (e.g. ``第5个字符处的拼音标注 [hoo4] 无效``)."""
         lang = norm_lang(lang)
@@ -194,9 +188,12 @@ class UIHandlers:
         if not text.strip():
             return ""
         try:
-            segments = self.service.analyze_text(text, SynthesisOptions())
+            segments = self.service.analyze_text(text, SynthesisOptions(language=resolve_language(language)))
         except CosywebError as err:
             return t("text_bad", lang, message=err.text(lang))
+        except Exception:
+            log.exception("text check failed")
+            return t("text_bad", lang, message=INTERNAL_ERROR.text(lang))
         est_s = sum(s.estimated_duration_s() for s in segments)
         return t("text_ok", lang, n_segments=len(segments), estimated_s=f"{est_s:.1f}")
 
@@ -209,9 +206,15 @@ class UIHandlers:
         """
         lang = norm_lang(lang)
         text = str(text or "")
+        try:
+            found = self.service.polyphones(text) if text.strip() else []
+        except CosywebError as err:
+            return gr.skip(), gr.skip(), [], t("text_bad", lang, message=err.text(lang))
+        except Exception:
+            log.exception("polyphone listing failed")
+            return gr.skip(), gr.skip(), [], t("text_bad", lang, message=INTERNAL_ERROR.text(lang))
         items = [
-            {"pos": p.pos, "char": p.char, "current": p.current, "candidates": list(p.candidates)}
-            for p in (self.service.polyphones(text) if text.strip() else [])
+            {"pos": p.pos, "char": p.char, "current": p.current, "candidates": list(p.candidates)} for p in found
         ]
         choices = [(t("poly_char_choice", lang, **it), str(it["pos"])) for it in items]
         first = items[0] if items else None
@@ -246,6 +249,8 @@ class UIHandlers:
         pos = int(item["pos"])
         if not (1 <= pos <= len(text)) or text[pos - 1] != item["char"]:
             return text, gr.skip(), gr.skip(), items, t("poly_stale", lang)
+        if str(reading) not in item["candidates"]:  # readings come from the front end's list
+            return text, gr.skip(), gr.skip(), items, t("poly_pick", lang)
         new_text = annotate(text, pos, str(reading))
         poly_dd, reading_dd, new_items, _ = self.list_polyphones(lang, new_text)
         return new_text, poly_dd, reading_dd, new_items, t("poly_inserted", lang, pos=pos, char=item["char"], reading=reading)
@@ -317,6 +322,7 @@ class UIHandlers:
         volume: float,
         seed: Any,
         instruct_text: str,
+        language: Any,
         request: gr.Request,
     ) -> AsyncIterator[tuple[Any, Any, str]]:
         """Stream one job: yields ``(audio chunk, wav file, status line)``.
@@ -332,7 +338,7 @@ class UIHandlers:
         """
         lang = norm_lang(lang)
         try:
-            options = self.build_options(mode, dialect, emotion, speed, volume, seed, instruct_text)
+            options = self.build_options(mode, dialect, emotion, speed, volume, seed, instruct_text, language)
         except CosywebError as err:
             raise _gr_error(err, lang) from None
         job = await self._admit(lang, prompt_audio, prompt_text, text, options, _client_id(request))
@@ -382,6 +388,7 @@ class UIHandlers:
         seed: Any,
         volume: float,
         instruct_text: str,
+        language: Any,
         request: gr.Request,
     ) -> tuple[str, dict]:
         """Synthesise a whole text and return ``(wav file path, status dict)``.
@@ -395,7 +402,7 @@ class UIHandlers:
         """
         lang = "zh"
         try:
-            options = self.build_options(mode, dialect, emotion, speed, volume, seed, instruct_text)
+            options = self.build_options(mode, dialect, emotion, speed, volume, seed, instruct_text, language)
         except CosywebError as err:
             raise _gr_error(err, lang) from None
         job = await self._admit(lang, prompt_audio, prompt_text, text, options, _client_id(request))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from cosyweb.errors import CosywebError, Message
-from cosyweb.options import DIALECTS, EMOTIONS, MODE_LABELS, Mode
+from cosyweb.options import DIALECTS, EMOTIONS, LANGUAGES, MODE_LABELS, Mode
 
 LANGS: tuple[str, str] = ("zh", "en")
 
@@ -44,9 +44,9 @@ STRINGS: dict[str, tuple[str, str]] = {
         "peak {peak_dbfs} dBFS · level {rms_dbfs} dBFS · SNR ≈ {snr_db} dB",
     ),
     "prompt_trimmed": ("已截取原音频 {start}–{end} 秒的最佳片段", "kept the best stretch, {start}–{end} s of the original"),
-    "prompt_ok": ("✅ 提示音频可用", "✅ Prompt is usable"),
-    "prompt_bad": ("❌ {message}", "❌ {message}"),
-    "warning_item": ("⚠️ {message}", "⚠️ {message}"),
+    "prompt_ok": ("✓ 提示音频可用", "✓ Prompt is usable"),
+    "prompt_bad": ("✗ {message}", "✗ {message}"),
+    "warning_item": ("⚠ {message}", "⚠ {message}"),
     # text
     "text": ("合成文本", "Text to synthesise"),
     "text_info": (
@@ -55,7 +55,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     ),
     "text_placeholder": ("她[h][ào]干净，今天是2026年11月30日。", "她[h][ào]干净，今天是2026年11月30日。"),
     "text_ok": ("✓ 共 {n_segments} 段，预计约 {estimated_s} 秒语音", "✓ {n_segments} segment(s), about {estimated_s} s of speech"),
-    "text_bad": ("⚠️ {message}", "⚠️ {message}"),
+    "text_bad": ("⚠ {message}", "⚠ {message}"),
     # pronunciation helper
     "poly_accordion": ("读音助手（多音字）", "Pronunciation helper (polyphones)"),
     "poly_list": ("列出多音字", "List polyphones"),
@@ -79,12 +79,14 @@ STRINGS: dict[str, tuple[str, str]] = {
     "needs_cosyvoice3": ("{label}（需 CosyVoice3 引擎）", "{label} (needs the CosyVoice3 engine)"),
     "unsupported": ("{label}（当前引擎不支持）", "{label} (not supported by this engine)"),
     "emotion": ("情感", "Emotion"),
+    "text_language": ("文本语言", "Text language"),
+    "text_language_auto": ("自动检测", "Auto-detect"),
     "speed": ("语速", "Speed"),
     "speed_info_off": ("当前引擎不支持调节语速", "This engine cannot change the speaking rate"),
     "volume": ("音量", "Volume"),
     "volume_info_off": ("当前引擎不支持调节音量", "This engine cannot change the volume"),
     "seed": ("随机种子", "Seed"),
-    "dice": ("🎲", "🎲"),
+    "dice": ("⚄ 随机", "⚄ Random"),
     # run
     "generate": ("生成", "Generate"),
     "stop": ("停止", "Stop"),
@@ -92,22 +94,22 @@ STRINGS: dict[str, tuple[str, str]] = {
     "out_file": ("下载完整音频（wav）", "Download the full audio (wav)"),
     "status_label": ("状态", "Status"),
     "status_idle": ("", ""),
-    "status_checking": ("⏳ 正在处理提示音频…", "⏳ Processing the prompt…"),
-    "status_queued": ("⏳ 排队中：第 {position} 位", "⏳ Queued: position {position}"),
-    "status_started": ("🔊 生成中…", "🔊 Generating…"),
-    "status_streaming": ("🔊 生成中… 已生成 {audio_s} 秒", "🔊 Generating… {audio_s} s so far"),
+    "status_checking": ("… 正在处理提示音频…", "… Processing the prompt…"),
+    "status_queued": ("○ 排队中：第 {position} 位", "○ Queued: position {position}"),
+    "status_started": ("♪ 生成中…", "♪ Generating…"),
+    "status_streaming": ("♪ 生成中… 已生成 {audio_s} 秒", "♪ Generating… {audio_s} s so far"),
     "status_done": (
-        "✅ 排队 {queue_wait_s} 秒 · 首包 {first_chunk_ms} 毫秒 · 总计 {total_s} 秒 · 音频 {duration_s} 秒 · RTF {rtf}",
-        "✅ queue {queue_wait_s} s · first chunk {first_chunk_ms} ms · total {total_s} s · audio {duration_s} s · RTF {rtf}",
+        "✓ 排队 {queue_wait_s} 秒 · 首包 {first_chunk_ms} 毫秒 · 总计 {total_s} 秒 · 音频 {duration_s} 秒 · RTF {rtf}",
+        "✓ queue {queue_wait_s} s · first chunk {first_chunk_ms} ms · total {total_s} s · audio {duration_s} s · RTF {rtf}",
     ),
-    "status_error": ("❌ {message}", "❌ {message}"),
-    "status_cancelled": ("⏹ 已停止", "⏹ Stopped"),
+    "status_error": ("✗ {message}", "✗ {message}"),
+    "status_cancelled": ("■ 已停止", "■ Stopped"),
     "panel": (
         "队列 {queue_depth} · 运行中 {active_jobs} · 近期首包中位数 {median_first_chunk}",
         "queue {queue_depth} · running {active_jobs} · recent median first chunk {median_first_chunk}",
     ),
-    "panel_not_ready": ("⏳ 引擎加载中…", "⏳ Engine loading…"),
-    "panel_unhealthy": ("❗ 服务异常", "❗ Service unhealthy"),
+    "panel_not_ready": ("… 引擎加载中…", "… Engine loading…"),
+    "panel_unhealthy": ("! 服务异常", "! Service unhealthy"),
     "ms": ("{value} 毫秒", "{value} ms"),
     "na": ("—", "—"),
     "examples": ("示例（点击填入）", "Examples (click to fill in)"),
@@ -188,6 +190,15 @@ def emotion_choices(supported: Iterable[str], lang: str) -> list[tuple[str, str]
     i = 1 if norm_lang(lang) == "en" else 0
     ok = set(supported) | {"none"}
     return [(_mark(labels[i], e in ok, lang, key="unsupported"), e) for e, labels in EMOTIONS.items()]
+
+
+def text_language_choices(supported: Iterable[str], lang: str) -> list[tuple[str, str]]:
+    """``(label, id)`` of the text languages the engine speaks, after ``auto`` (detect runs)."""
+    i = 1 if norm_lang(lang) == "en" else 0
+    ok = set(supported)
+    return [(t("text_language_auto", lang), "auto")] + [
+        (labels[i], key) for key, labels in LANGUAGES.items() if key in ok
+    ]
 
 
 def language_choices() -> list[tuple[str, str]]:

@@ -9,6 +9,7 @@ from typing import Any
 
 from cosyweb.errors import InvalidInputError
 from cosyweb.options import (
+    LANGUAGES,
     SPEED_MAX,
     SPEED_MIN,
     VOLUME_MAX,
@@ -51,15 +52,18 @@ def build_options(
     volume: Any = 1.0,
     seed: Any = 0,
     instruct_text: Any = "",
+    language: Any = None,
 ) -> SynthesisOptions:
     """Parse UI/API/CLI values into :class:`SynthesisOptions`.
 
     Mode, dialect and emotion may be ids (``"zero_shot"``, ``"sichuan"``, ``"happy"``) or zh/en
-    labels (``"3s极速复刻"``, ``"四川话"``, ``"开心"``); empty values mean the default. Whether the
-    engine supports a choice is the pipeline's decision (it refuses, never ignores).
+    labels (``"3s极速复刻"``, ``"四川话"``, ``"开心"``); empty values mean the default. ``language``
+    is ``"zh"``, ``"yue"``, ``"en"`` (or a label such as ``"粤语"``); None, ``""`` or ``"auto"``
+    detect language runs. Whether the engine supports a choice is the pipeline's decision (it
+    refuses, never ignores).
 
     Raises:
-        InvalidInputError: an unknown mode/dialect/emotion, or speed (0.5-2.0), volume
+        InvalidInputError: an unknown mode/dialect/emotion/language, or speed (0.5-2.0), volume
             (0.25-2.0) or seed (0..2**31-1) out of range or not a number.
     """
     m = resolve_mode(mode or None)
@@ -76,9 +80,26 @@ def build_options(
     sd = _number(seed, 0, 0, SEED_MAX, ("随机种子", "seed"))
     if sd != int(sd):
         raise InvalidInputError("option.invalid", *both("err_bad_number", what=("随机种子", "seed"), value=seed, lo=0, hi=SEED_MAX))
+    lang = resolve_language(language)
     return SynthesisOptions(
-        mode=m, dialect=d, emotion=e, speed=sp, volume=vol, seed=int(sd), instruct_text=str(instruct_text or "").strip()
+        mode=m, dialect=d, emotion=e, speed=sp, volume=vol, seed=int(sd),
+        instruct_text=str(instruct_text or "").strip(), language=lang,
     )
+
+
+def resolve_language(value: Any) -> "str | None":
+    """``"zh"``/``"yue"``/``"en"`` from an id or a zh/en label; None for auto-detection.
+
+    Raises:
+        InvalidInputError: an unknown language.
+    """
+    v = str(value or "").strip()
+    if v.lower() in ("", "auto", "自动", "自动检测"):
+        return None
+    for key, (zh, en) in LANGUAGES.items():
+        if v in (key, zh) or v.lower() == en.lower():
+            return key
+    raise InvalidInputError("option.invalid", *both("err_bad_choice", what=("文本语言", "text language"), value=value))
 
 
 def merge_warnings(*lists: list[dict]) -> list[dict]:
