@@ -217,3 +217,16 @@ def test_shutdown_cancels_jobs_still_running_after_the_grace_period(service_fact
     gate.open()  # let the worker leave the engine so it can stop
     stopper.join(timeout=20)
     assert not stopper.is_alive() and engine.closed
+
+
+def test_a_segment_without_audio_still_completes(service_factory):
+    engine = FakeEngine()
+    engine.on("silent", n_chunks=0)
+    svc = service_factory(engine)
+    job = submit(svc, "silent", "loud")
+    audio, status = job.result(timeout=10)
+    assert [e.segment_index for e in job.events() if e.kind == "chunk"] == [1, 1]
+    assert status.duration_s == pytest.approx(audio.size / 16000) and status.rtf > 0
+    empty = submit(svc, "silent")
+    _, status = empty.result(timeout=10)
+    assert status.duration_s == 0 and status.rtf == 0 and status.first_chunk_ms == 0

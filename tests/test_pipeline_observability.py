@@ -209,3 +209,18 @@ def test_start_loads_and_warms_up_then_ready():
     finally:
         svc.shutdown(grace_s=0)
     assert not svc.ready and engine.closed
+
+
+def test_prompt_fingerprint_is_memoised_per_live_prompt():
+    import gc
+
+    from cosyweb.pipeline import voices
+
+    prompt = make_prompt(seed=3)
+    key = voices.voice_key(prompt, "text")
+    assert key.startswith(prompt.fingerprint + ":") and id(prompt) in voices._fingerprints
+    assert voices.voice_key(prompt, "text") == key and voices.voice_key(prompt, "other") != key
+    pid = id(prompt)
+    del prompt
+    gc.collect()
+    assert pid not in voices._fingerprints  # no growth over a soak of new voices

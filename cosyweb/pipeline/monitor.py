@@ -7,7 +7,8 @@
 * Watchdog: every engine call (prepare_voice, synthesize chunk, synthesize_batch) is
   wrapped in :meth:`Monitor.engine_call`. :attr:`Monitor.healthy` is False while any call
   has been running longer than ``watchdog_s`` and True again when it returns; computed when
-  read, so it needs no polling. The thread only logs stuck calls once each.
+  read, so it needs no polling. The thread only logs each stuck call once (within about
+  ``watchdog_s`` + 1 s).
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ from typing import Callable, Iterator, Optional
 from .job import Job
 
 log = logging.getLogger("cosyweb.pipeline")
+
+#: The monitor thread looks for stuck calls at least this often (``healthy`` itself is computed
+#: when read, so this only bounds how late a stuck call is logged).
+_WATCH_PERIOD_S = 1.0
 
 
 class Monitor:
@@ -63,12 +68,14 @@ class Monitor:
     def add_deadline(self, job: Job, deadline: float) -> None:
         """Watch ``job`` until ``deadline`` (``time.monotonic()`` seconds)."""
         with self._cond:
+            earliest = not self._heap or deadline < self._heap[0][0]
             self._jobs[job.id] = (deadline, job)
             heapq.heappush(self._heap, (deadline, next(self._seq), job.id))
             if len(self._heap) > 64 + 2 * len(self._jobs):  # drop stale entries of finished jobs
                 self._heap = [e for e in self._heap if self._jobs.get(e[2], (None,))[0] == e[0]]
                 heapq.heapify(self._heap)
-            self._cond.notify_all()
+            if earliest:  # the thread may be sleeping past this deadline
+                self._cond.notify_all()
 
     def remove_deadline(self, job: Job) -> None:
         """Stop watching ``job`` (it finished)."""
@@ -86,9 +93,8 @@ class Monitor:
     def engine_call(self, description: str) -> Iterator[None]:
         """Context manager around one engine call, for the watchdog."""
         token = next(self._seq)
-        with self._cond:
+        with self._cond:  # no wake-up: the thread looks at calls at least every _WATCH_PERIOD_S
             self._calls[token] = [time.monotonic(), description, False]
-            self._cond.notify_all()
         try:
             yield
         finally:
@@ -128,7 +134,7 @@ class Monitor:
                     if entry is not None and entry[0] == deadline:
                         del self._jobs[jid]
                         expired.append(entry[1])
-                wake = self._heap[0][0] if self._heap else now + 60.0
+                wake = min(self._heap[0][0] if self._heap else now + 60.0, now + min(_WATCH_PERIOD_S, self.watchdog_s))
                 for call in self._calls.values():
                     due = call[0] + self.watchdog_s
                     if not call[2]:

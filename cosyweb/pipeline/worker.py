@@ -137,6 +137,8 @@ class Worker(threading.Thread):
                     if chunk is _END:
                         break
                     audio = as_chunk(chunk)
+                    if audio.shape[0] == 0:
+                        continue  # nothing to stream (players choke on empty chunks)
                     n_samples += audio.shape[0]
                     if not self.core.emit_chunk(job, i, audio):
                         break

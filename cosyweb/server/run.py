@@ -30,6 +30,11 @@ from cosyweb.errors import StartupError
 
 log = logging.getLogger("cosyweb.server")
 
+#: After the last job has finished on shutdown, keep serving this long so that clients can
+#: still fetch results (``gradio_client`` downloads the wav after completion; the browser
+#: fetches the streamed audio segments and the download) before connections are closed.
+SHUTDOWN_LINGER_S = 3.0
+
 
 def check_share_auth(settings: Any) -> None:
     """A share link is public: require ``--auth USER:PASS`` unless ``--no-auth`` was given.
@@ -48,8 +53,8 @@ class GracefulServer(uvicorn.Server):
     """uvicorn's server with a draining shutdown.
 
     The first SIGTERM/SIGINT starts ``drain()`` (the service's graceful shutdown) in a thread
-    and keeps serving until it returns, so running jobs can finish streaming; a second
-    signal exits at once. Unlike uvicorn, the captured signal is not re-raised afterwards,
+    and keeps serving until it returns and :data:`SHUTDOWN_LINGER_S` more, so running jobs can
+    finish streaming and their results can be fetched; a second signal exits at once. Unlike uvicorn, the captured signal is not re-raised afterwards,
     so the caller's clean-up runs and the exit status is 0.
     """
 
@@ -69,6 +74,9 @@ class GracefulServer(uvicorn.Server):
         def drain_then_exit() -> None:
             try:
                 self._drain()
+                deadline = time.monotonic() + SHUTDOWN_LINGER_S
+                while time.monotonic() < deadline and not self.force_exit:
+                    time.sleep(0.05)
             except Exception:  # pragma: no cover - shutdown must go on
                 log.exception("graceful drain failed")
             finally:

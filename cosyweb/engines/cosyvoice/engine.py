@@ -99,7 +99,10 @@ class CosyVoiceEngine(Engine):
         self.model_info = model
         self.version = model.version
         self.code_root = code_root
-        self.capabilities = capabilities_for(model.version, model.sample_rate_hz, on_gpu=True)
+        # Until load() knows the device: a GPU unless the CPU was asked for (the pipeline reads
+        # default_concurrency when it is built, before load()).
+        on_gpu = str(getattr(settings, "device", "auto")).strip().lower() != "cpu"
+        self.capabilities = capabilities_for(model.version, model.sample_rate_hz, on_gpu=on_gpu)
         self.chunk_timeout_s = float(chunk_timeout_s or getattr(settings, "watchdog_s", 120.0))
         self.device: Optional[str] = None
         self.fp16: Optional[bool] = None
