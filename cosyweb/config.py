@@ -55,6 +55,7 @@ class Settings(BaseSettings):
     max_batch: Optional[int] = Field(None, ge=1, description="Dynamic batch size cap; default: the engine's.")
     batch_wait_ms: float = Field(5.0, ge=0, description="How long the batcher waits to fill a batch.")
     voice_cache_size: int = Field(32, ge=1, description="Prepared voices kept (LRU).")
+    prompt_store_size: int = Field(64, ge=1, description="Prompts registered through the HTTP API kept (LRU).")
     watchdog_s: float = Field(120.0, gt=0, description="An engine call longer than this marks the service unhealthy.")
     shutdown_grace_s: float = Field(30.0, ge=0, description="On SIGTERM, running jobs get this long to finish.")
     priority_max_overtakes: int = Field(

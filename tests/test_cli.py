@@ -147,3 +147,17 @@ def test_synth_bad_prompts_exit_2(tmp_path, kind):
     assert "错误：" in p.stderr and "error:" in p.stderr
     if kind == "silent":
         assert "静音" in p.stderr and "silent" in p.stderr
+
+
+# --- engine registry (used by serve and synth) ---------------------------------------------------
+def test_registry_maps_engine_ids_lazily_and_refuses_unknown_ones():
+    from cosyweb.config import Settings
+    from cosyweb.engines.registry import create_engine, engine_ids
+    from cosyweb.errors import StartupError
+
+    assert engine_ids() == ["lite", "cosyvoice", "cosyvoice3", "cosyvoice2"]
+    lite = create_engine(Settings(engine="lite"))
+    assert lite.capabilities.name == "lite"
+    with pytest.raises(StartupError) as ei:
+        create_engine(Settings(engine="tacotron"))
+    assert "tacotron" in ei.value.zh and "lite, cosyvoice, cosyvoice3, cosyvoice2" in ei.value.en

@@ -12,7 +12,7 @@ import gradio as gr
 import numpy as np
 import pytest
 import soundfile as sf
-from fakes import FakeEngine, Gate, make_settings, service_factory, wait_until  # noqa: F401
+from fakes import FakeEngine, Gate, service_factory, wait_until  # noqa: F401
 
 from cosyweb.audio.encode import to_int16
 from cosyweb.errors import InvalidInputError

@@ -30,7 +30,8 @@ from .admission import Admission
 from .job import CANCELLED, DONE, FAILED, RUNNING, TIMEOUT, Job, JobEvent
 from .metrics import PipelineMetrics
 from .monitor import Monitor
-from .scheduler import SegmentScheduler, WorkItem
+from .prompts import PromptStore
+from .scheduler import SegmentScheduler, VoiceWork, WorkItem
 from .voices import VoiceCache
 
 log = logging.getLogger("cosyweb.pipeline")
@@ -86,6 +87,10 @@ class PipelineCore:
         )
         self.scheduler = SegmentScheduler(self.cond, getattr(settings, "priority_max_overtakes", 4))
         self.voices = VoiceCache(settings.voice_cache_size)
+        self.prompts = PromptStore(getattr(settings, "prompt_store_size", 64))
+        #: Voice keys with a prewarm queued or running, and how many may be at once.
+        self.prewarm_keys: set[str] = set()
+        self.max_prewarms = max(1, self.max_active_jobs + int(settings.max_queue))
         self.monitor = Monitor(settings.watchdog_s, self._on_deadline)
         self.ready = False
         self.metrics = PipelineMetrics(
@@ -208,11 +213,46 @@ class PipelineCore:
             if items is None:
                 return None
             with self.cond:
-                live = [it for it in items if not it.job.finished]
+                live = [it for it in items if it.job is None or not it.job.finished]
                 for it in live:
-                    it.job.in_flight = True
+                    if it.job is not None:
+                        it.job.in_flight = True
             if live:
                 return live
+
+    # --- voice prewarm ---------------------------------------------------------------------
+    def request_prewarm(self, prompt, prompt_text: str, key: str) -> bool:
+        """Queue the background preparation of voice ``key`` on the workers (class 1, see
+        :mod:`~cosyweb.pipeline.scheduler`). Skipped (returns False) while not accepting jobs,
+        when the voice is cached or already being prepared, or when ``max_prewarms`` are
+        pending, so a flood of registrations cannot pile up engine work. Never blocks."""
+        with self.cond:
+            if not self.accepting:
+                outcome = "skipped"
+            elif key in self.prewarm_keys or key in self.voices or self.voices.is_pending(key):
+                outcome = "cached"
+            elif len(self.prewarm_keys) >= self.max_prewarms:
+                outcome = "skipped"
+            else:
+                self.prewarm_keys.add(key)
+                self.scheduler.put_voice(prompt, prompt_text, key)
+                return True
+        self.metrics.prewarms.labels(outcome=outcome).inc()
+        return False
+
+    def prewarm_pending(self, key: str) -> bool:
+        """True while a prewarm of ``key`` is queued or running, or a job is preparing it."""
+        with self.cond:
+            return key in self.prewarm_keys or self.voices.is_pending(key)
+
+    def prewarm_done(self, item: VoiceWork, outcome: str, error: Optional[CosywebError] = None) -> None:
+        """A worker finished prewarm ``item`` (``outcome``: prepared, cached or failed)."""
+        with self.cond:
+            self.prewarm_keys.discard(item.key)
+        self.metrics.prewarms.labels(outcome=outcome).inc()
+        if error is not None:
+            for entry in self.prompts.entries_with_key(item.key):
+                entry.voice_error = error.to_dict()
 
     def emit_chunk(self, job: Job, segment_index: int, audio) -> bool:
         """Stream one chunk to ``job``'s readers. Returns False if the job has ended (stop work)."""

@@ -26,6 +26,9 @@ cosyweb_first_chunk_seconds            histogram  submit -> first audio chunk (i
 cosyweb_job_total_seconds              histogram  submit -> done
 cosyweb_job_rtf                        histogram  serving seconds / audio seconds
 cosyweb_batch_size                     histogram  segments per engine call
+cosyweb_voice_prewarms_total           counter    background voice preparations, label ``outcome``
+                                                  (prepared, cached, failed, skipped)
+process_*                              various    RSS, open fds, CPU of this process (Linux)
 =====================================  =========  ==============================================
 """
 
@@ -36,7 +39,7 @@ import threading
 from collections import deque
 from typing import Callable, Optional
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 _LATENCY_BUCKETS_S = (0.01, 0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 _RTF_BUCKETS = (0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
@@ -106,6 +109,10 @@ class PipelineMetrics:
         self.total_s = Histogram("cosyweb_job_total_seconds", "Submit to done", buckets=_LATENCY_BUCKETS_S, registry=r)
         self.rtf = Histogram("cosyweb_job_rtf", "Serving seconds per audio second", buckets=_RTF_BUCKETS, registry=r)
         self.batch_size = Histogram("cosyweb_batch_size", "Segments per engine call", buckets=_BATCH_BUCKETS, registry=r)
+        self.prewarms = Counter(
+            "cosyweb_voice_prewarms", "Background voice preparations", ["outcome"], registry=r
+        )
+        ProcessCollector(registry=r)  # process_resident_memory_bytes, process_open_fds, ...
         self.first_chunk_window = RollingMedian(window)
 
     def value(self, name: str, labels: Optional[dict[str, str]] = None) -> float:

@@ -17,6 +17,11 @@ requests' later chunks):
   stream of new jobs. ``max_overtakes=0`` turns the priority off (plain FIFO).
   Counting overtakes rather than seconds keeps the policy deterministic and testable.
 
+Voice preparation (a prewarm after a prompt is registered) is a :class:`VoiceWork` item in
+class 1, FIFO with the later segments and aged like them: it never delays a new request's
+first chunk, waits at most behind the later segments already ready, and is always taken
+alone (never inside a batch of segments).
+
 Dynamic batching: :meth:`SegmentScheduler.take` returns up to ``max_items`` items. When
 fewer are ready it waits up to ``batch_wait_s`` for more, returning as soon as the batch
 is full (LitServe and Triton's dynamic batcher use the same max-size / max-delay pair).
@@ -31,7 +36,7 @@ import itertools
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional, Union
 
 from .job import Job
 
@@ -57,6 +62,31 @@ class WorkItem:
     t_enqueued: float = field(default_factory=time.monotonic)
 
 
+@dataclass(eq=False)
+class VoiceWork:
+    """Background preparation of one voice (a prewarm), queued in priority class 1.
+
+    Attributes:
+        prompt: the conditioned prompt (:class:`cosyweb.audio.types.PromptAudio`).
+        prompt_text: its transcript ("" if unknown).
+        key: the voice-cache key.
+        seq, first, n_overtaken, t_enqueued: as in :class:`WorkItem` (``first`` is always False).
+        job: always None (no job owns a prewarm).
+    """
+
+    prompt: Any
+    prompt_text: str
+    key: str
+    seq: int
+    first: bool = False
+    n_overtaken: int = 0
+    t_enqueued: float = field(default_factory=time.monotonic)
+    job: None = None
+
+
+Item = Union[WorkItem, VoiceWork]
+
+
 class SegmentScheduler:
     """Priority queue of :class:`WorkItem` with aging and batch collection.
 
@@ -68,7 +98,7 @@ class SegmentScheduler:
     def __init__(self, cond: threading.Condition, max_overtakes: int = 4) -> None:
         self._cond = cond
         self.max_overtakes = max(0, int(max_overtakes))
-        self._items: list[WorkItem] = []
+        self._items: list[Item] = []
         self._seq = itertools.count()
         self._closed = False
 
@@ -91,19 +121,31 @@ class SegmentScheduler:
         self._cond.notify_all()
         return item
 
+    def put_voice(self, prompt: Any, prompt_text: str, key: str) -> VoiceWork:
+        """Queue the background preparation of a voice (caller holds the condition)."""
+        item = VoiceWork(prompt, prompt_text, key, next(self._seq))
+        self._items.append(item)
+        self._cond.notify_all()
+        return item
+
     def remove_job(self, job: Job) -> bool:
         """Drop the queued item of ``job``, if any (caller holds the condition)."""
         n = len(self._items)
         self._items = [it for it in self._items if it.job is not job]
         return len(self._items) != n
 
-    def order(self) -> list[WorkItem]:
+    def order(self) -> list[Item]:
         """The queued items in dispatch order (caller holds the condition); for stats and tests."""
         return sorted(self._items, key=self._rank)
 
-    def _pop(self, n: int) -> list[WorkItem]:
+    def _pop(self, n: int) -> list[Item]:
         ranked = sorted(self._items, key=self._rank)
-        taken, rest = ranked[:n], ranked[n:]
+        if isinstance(ranked[0], VoiceWork):
+            taken = ranked[:1]  # a prewarm runs alone
+        else:
+            taken = [it for it in ranked if not isinstance(it, VoiceWork)][:n]
+        chosen = {id(it) for it in taken}
+        rest = [it for it in ranked if id(it) not in chosen]
         newest_taken = max((it.seq for it in taken), default=-1)
         for it in rest:
             if it.seq < newest_taken:
@@ -111,14 +153,15 @@ class SegmentScheduler:
         self._items = rest
         return taken
 
-    def take(self, max_items: int = 1, batch_wait_s: float = 0.0) -> Optional[list[WorkItem]]:
+    def take(self, max_items: int = 1, batch_wait_s: float = 0.0) -> Optional[list[Item]]:
         """Block until work is ready; return 1..``max_items`` items in priority order.
 
         With fewer than ``max_items`` ready, waits at most ``batch_wait_s`` seconds (from the
         moment the first item is ready) for more, returning early once the batch is full.
 
         Returns:
-            A non-empty list, or None once the scheduler is closed.
+            A non-empty list (segments of distinct jobs, or one :class:`VoiceWork`), or None
+            once the scheduler is closed.
         """
         max_items = max(1, int(max_items))
         with self._cond:

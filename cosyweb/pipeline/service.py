@@ -10,6 +10,7 @@ Typical use::
     service = TTSService(engine, settings)
     service.start()                       # load + warm up + workers; ready=True
     prompt = service.load_prompt(path)    # InvalidInputError on a bad recording
+    pid = service.register_prompt(prompt) # optional: store it, prepare the voice in the background
     job = service.submit(prompt, text, SynthesisOptions(), client_id=session)  # BusyError when full
     for ev in job.events():               # queued / started / chunk ... / done | error
         ...
@@ -35,6 +36,8 @@ from cosyweb.text.types import Polyphone, TextSegment
 
 from .core import PipelineCore
 from .job import Job
+from .prompts import RegisteredPrompt
+from .voices import voice_key
 from .worker import Worker
 
 log = logging.getLogger("cosyweb.pipeline")
@@ -105,6 +108,11 @@ class TTSService:
         return self._core.voices
 
     @property
+    def prompt_store(self):
+        """The registered-prompt LRU (:class:`~cosyweb.pipeline.prompts.PromptStore`)."""
+        return self._core.prompts
+
+    @property
     def ready(self) -> bool:
         """True once the engine is loaded and warmed up and until shutdown (``/readyz``)."""
         return self._core.ready
@@ -134,6 +142,7 @@ class TTSService:
         self.engine.load()
         if self.settings.warmup:
             self.engine.warmup()
+            self._warm_text_front_end()
         self._core.monitor.start()
         self._workers = [Worker(self._core, i) for i in range(self._core.concurrency)]
         for w in self._workers:
@@ -146,6 +155,14 @@ class TTSService:
             self.engine_name, self._core.concurrency, self._core.max_active_jobs, self.settings.max_queue,
             self._core.max_batch, time.monotonic() - t0,
         )
+
+    def _warm_text_front_end(self) -> None:
+        """Load the text front end's dictionaries (pypinyin, number words: about 1 s) now, so the
+        first request (whose short text may be analysed on the server's event loop) does not pay it."""
+        try:
+            self.analyze_text("你好，world 2026。", SynthesisOptions())
+        except Exception:  # a warm-up only; a real request reports its own error
+            log.exception("text front-end warm-up failed")
 
     def shutdown(self, grace_s: Optional[float] = None) -> None:
         """Graceful stop: refuse new jobs, cancel queued ones, let running jobs finish within
@@ -207,6 +224,64 @@ class TTSService:
             min_speech_s=s.min_speech_s,
             max_bytes=int(s.max_upload_mb * 1024 * 1024),
         )
+
+    def register_prompt(self, prompt: PromptAudio, prompt_text: str = "", *, prewarm: bool = True) -> str:
+        """Store a conditioned prompt server-side and (by default) prepare its voice in the background.
+
+        The voice is prepared by a worker as a low-priority item (after the first segments
+        of new jobs, FIFO with later segments), never on the caller's thread, and only while
+        fewer than ``max_active_jobs + max_queue`` prewarms are pending. A job for this
+        prompt that starts before the prewarm has finished waits for the same result.
+
+        Args:
+            prompt: from :meth:`load_prompt`.
+            prompt_text: its transcript ("" if unknown).
+            prewarm: False stores the prompt only.
+
+        Returns:
+            The opaque ``prompt_id`` (32 hex characters) for :meth:`get_prompt`.
+        """
+        entry = self._core.prompts.add(prompt, prompt_text, voice_key(prompt, prompt_text))
+        if prewarm:
+            self._core.request_prewarm(entry.prompt, entry.prompt_text, entry.voice_key)
+        return entry.prompt_id
+
+    def get_prompt(self, prompt_id: str) -> RegisteredPrompt:
+        """The registered prompt ``prompt_id`` (``.prompt``, ``.prompt_text``).
+
+        Raises:
+            cosyweb.pipeline.prompts.PromptNotFoundError: unknown or evicted id (HTTP 404).
+        """
+        return self._core.prompts.get(prompt_id)
+
+    def forget_prompt(self, prompt_id: str) -> bool:
+        """Remove a registered prompt (its prepared voice stays in the voice LRU). False if unknown."""
+        return self._core.prompts.remove(prompt_id)
+
+    def prewarm(self, prompt_id: str) -> bool:
+        """Queue the background preparation of a registered prompt's voice again (e.g. after
+        the voice was evicted). Returns True if queued, False if cached, pending or skipped.
+
+        Raises:
+            cosyweb.pipeline.prompts.PromptNotFoundError: unknown id.
+        """
+        entry = self._core.prompts.get(prompt_id)
+        return self._core.request_prewarm(entry.prompt, entry.prompt_text, entry.voice_key)
+
+    def voice_state(self, prompt_id: str) -> str:
+        """``"ready"`` (prepared voice cached), ``"pending"`` (being prepared), ``"failed"``
+        (the background preparation raised; see ``get_prompt(id).voice_error``) or
+        ``"not_started"`` (skipped or evicted; the first job prepares it).
+
+        Raises:
+            cosyweb.pipeline.prompts.PromptNotFoundError: unknown id.
+        """
+        entry = self._core.prompts.get(prompt_id)
+        if entry.voice_key in self._core.voices:
+            return "ready"
+        if self._core.prewarm_pending(entry.voice_key):
+            return "pending"
+        return "failed" if entry.voice_error is not None else "not_started"
 
     def analyze_text(self, text: str, options: SynthesisOptions) -> list[TextSegment]:
         """Normalise, annotate and split ``text`` into segments (delegates to the text front end).
@@ -317,8 +392,9 @@ class TTSService:
         """A JSON-friendly snapshot for the UI status panel and ``/stats``.
 
         Keys: engine, ready, healthy, queue_depth, queued_audio_s, active_jobs, concurrency,
-        max_active_jobs, max_queue, max_batch, median_first_chunk_ms (recent window, None before
-        the first job), admitted, refused, completed, failed, cancelled, timeout, voices_cached.
+        max_active_jobs, max_queue, max_batch, sample_rate, median_first_chunk_ms (recent window,
+        None before the first job), admitted, refused, completed, failed, cancelled, timeout,
+        voices_cached, prompts_registered, prewarms_pending.
         """
         core = self._core
         with core.cond:
@@ -326,6 +402,7 @@ class TTSService:
             queue_depth = core.admission.n_waiting
             queued_audio_s = core.admission.queued_audio_s
             active = core.admission.n_active
+            prewarms_pending = len(core.prewarm_keys)
         median_ms = core.metrics.first_chunk_window.median()
         return {
             "engine": self.engine_name,
@@ -338,7 +415,10 @@ class TTSService:
             "max_active_jobs": core.max_active_jobs,
             "max_queue": self.settings.max_queue,
             "max_batch": core.max_batch,
+            "sample_rate": core.sample_rate,
             "median_first_chunk_ms": round(median_ms, 1) if median_ms is not None else None,
             "voices_cached": len(core.voices),
+            "prompts_registered": len(core.prompts),
+            "prewarms_pending": prewarms_pending,
             **counts,
         }

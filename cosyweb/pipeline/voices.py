@@ -80,6 +80,11 @@ class VoiceCache:
         with self._lock:
             return key in self._voices
 
+    def is_pending(self, key: str) -> bool:
+        """True while a preparation of ``key`` is running (another caller would wait for it)."""
+        with self._lock:
+            return key in self._pending
+
     def keys(self) -> list[str]:
         """Keys from least to most recently used."""
         with self._lock:

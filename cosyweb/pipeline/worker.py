@@ -11,7 +11,9 @@ capabilities):
   by one so one bad request cannot fail its batch mates.
 
 Voice preparation (:meth:`Engine.prepare_voice`, cached in the LRU) is the first work of a
-job on its worker, so it counts in that job's first-chunk latency.
+job on its worker, so it counts in that job's first-chunk latency, unless a prewarm
+(:class:`~cosyweb.pipeline.scheduler.VoiceWork`, queued when a prompt is registered) has
+already prepared it; a job that arrives while its prewarm runs waits for that one result.
 
 Errors end only the job concerned. A :class:`CosywebError` raised by the engine reaches the
 user as is; anything else is logged with its traceback and reported as a generic
@@ -34,7 +36,7 @@ from cosyweb.errors import CosywebError, EngineError, GPUMemoryError, InvalidInp
 
 from .core import PipelineCore
 from .job import Job
-from .scheduler import WorkItem
+from .scheduler import VoiceWork, WorkItem
 from .voices import voice_key
 
 log = logging.getLogger("cosyweb.pipeline")
@@ -86,6 +88,9 @@ class Worker(threading.Thread):
             items = self.core.take()
             if items is None:
                 return
+            if isinstance(items[0], VoiceWork):
+                self._run_prewarm(items[0])
+                continue
             try:
                 if self.batched:
                     self._run_batch(items)
@@ -116,6 +121,24 @@ class Worker(threading.Thread):
 
             job.voice, _ = self.core.voices.get_or_create(key, prepare)
         return job.voice
+
+    def _run_prewarm(self, item: VoiceWork) -> None:
+        """Prepare one voice into the cache (a prewarm); failures are recorded, never raised."""
+        outcome, error = "failed", None
+        try:
+
+            def prepare() -> Voice:
+                with self.core.monitor.engine_call(f"prepare_voice prewarm key={item.key[:12]}"):
+                    return self.engine.prepare_voice(item.prompt, item.prompt_text)
+
+            _, hit = self.core.voices.get_or_create(item.key, prepare)
+            outcome = "cached" if hit else "prepared"
+        except BaseException as exc:  # noqa: BLE001 - the worker must carry on
+            error = to_cosyweb_error(exc, f"prewarm:{item.key[:12]}")
+            if not isinstance(error, InvalidInputError):
+                self.core.metrics.engine_errors.labels(kind="oom" if isinstance(error, GPUMemoryError) else "engine").inc()
+        finally:
+            self.core.prewarm_done(item, outcome, error)
 
     # --- plain path -----------------------------------------------------------------------
     def _run_one(self, item: WorkItem) -> None:

@@ -12,6 +12,8 @@ Routes:
     GET /healthz   liveness: 200 ``{"status": "ok"}``, 503 when the service is unhealthy
     GET /readyz    readiness: 200 once the engine is loaded and warmed up, else 503
     GET /metrics   Prometheus text exposition of the service's registry
+    /api/v1/...    the HTTP API: prompts, whole-wav and streaming synthesis, jobs
+                   (:mod:`cosyweb.server.api`; ``api=False`` leaves it out)
     /              the Gradio UI and its API (``/gradio_api/...``)
 """
 
@@ -81,6 +83,7 @@ def build_app(
     *,
     routers: Sequence[APIRouter] = (),
     mount_ui: bool = True,
+    api: bool = True,
 ) -> FastAPI:
     """Assemble the HTTP app for a started service.
 
@@ -90,6 +93,7 @@ def build_app(
         settings: :class:`cosyweb.config.Settings` (``auth``, ``output_dir``, ``max_upload_mb``).
         routers: extra routers, registered before Gradio's catch-all mount at ``/``.
         mount_ui: False builds the HTTP routes only (tests of the routes).
+        api: include the HTTP API (:mod:`cosyweb.server.api`, ``/api/v1/...``).
 
     Returns:
         The FastAPI app; serve it with uvicorn (see :func:`cosyweb.server.run.serve`).
@@ -111,6 +115,10 @@ def build_app(
         )
 
     app.include_router(probe_router(service))
+    if api:
+        from cosyweb.server.api import router as api_router  # imports this module's error_response
+
+        app.include_router(api_router)
     for r in routers:
         app.include_router(r)
     if mount_ui:
@@ -122,7 +130,8 @@ def mount_ui_on(app: FastAPI, service: Any, settings: Any) -> FastAPI:
     """Mount the Gradio UI at ``/`` (after every other route), with auth when configured.
 
     Gradio may serve files from ``settings.output_dir`` (finished wavs) and ``assets/``
-    (examples); uploads larger than ``settings.max_upload_mb`` are refused by Gradio itself.
+    (examples); uploads over twice ``settings.max_upload_mb`` are refused by Gradio itself,
+    smaller ones over the limit by the prompt loader (bilingual message).
     """
     import gradio as gr  # imported here: callers put ffmpeg on PATH first (pydub reads it on import)
 
@@ -140,7 +149,9 @@ def mount_ui_on(app: FastAPI, service: Any, settings: Any) -> FastAPI:
         auth=auth,
         auth_message="CosyWeb" if auth else None,
         allowed_paths=[str(output_dir), str(ASSETS_DIR)],
-        max_file_size=int(settings.max_upload_mb * 1024 * 1024),
+        # Gradio's own limit is a backstop at twice ours, so that a moderately large upload still
+        # reaches the prompt loader and gets its bilingual "too large" message.
+        max_file_size=int(2 * settings.max_upload_mb * 1024 * 1024),
         show_error=False,  # unexpected exceptions: a generic message (gr.Error is always shown)
         css=css(),
         footer_links=["api", "settings"],

@@ -13,7 +13,6 @@ please try again later`` at once.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import random
@@ -29,15 +28,17 @@ import numpy as np
 
 from cosyweb.audio.encode import to_int16
 from cosyweb.errors import CosywebError, InvalidInputError, JobCancelledError, Message
-from cosyweb.options import DIALECTS, EMOTIONS, MODE_LABELS, SynthesisOptions, SynthesisStatus
+from cosyweb.options import DIALECTS, EMOTIONS, MODE_LABELS, SynthesisOptions
 from cosyweb.ui.i18n import bilingual, norm_lang, t
 from cosyweb.ui.inputs import SEED_MAX, annotate, both, build_options, merge_warnings, resolve_language
 from cosyweb.ui.outputs import OutputStore
+from cosyweb.ui.progress import events_with_ticks, prompt_report, status_line, waited, warnings_suffix
 
 log = logging.getLogger("cosyweb.ui")
 
-#: While a job waits in the queue, the status line is refreshed this often (seconds). Each
-#: refresh is also when Gradio notices a closed tab and closes the handler (-> job.cancel()).
+#: While a job waits or runs without new audio, the status line is re-sent this often
+#: (seconds). Gradio only notices a closed tab when a handler yields, then closes the
+#: generator (-> job.cancel()), so this bounds how long a gone client holds its slot.
 QUEUE_REFRESH_S = 1.0
 #: Conditioned prompts kept per process, keyed by upload path + size + mtime.
 PROMPT_CACHE_SIZE = 8
@@ -68,23 +69,6 @@ def _path_of(value: Any) -> Optional[str]:
     if isinstance(value, dict):
         return value.get("path") or value.get("name")
     return getattr(value, "path", None)
-
-
-def _fmt_s(x: float, nd: int = 2) -> str:
-    return f"{x:.{nd}f}"
-
-
-def status_line(status: SynthesisStatus, lang: str) -> str:
-    """The one-line status of a finished job: queue wait, first chunk, total, audio s, RTF."""
-    return t(
-        "status_done",
-        lang,
-        queue_wait_s=_fmt_s(status.queue_wait_ms / 1000.0),
-        first_chunk_ms=f"{status.first_chunk_ms:.0f}",
-        total_s=_fmt_s(status.total_ms / 1000.0),
-        duration_s=_fmt_s(status.duration_s),
-        rtf=f"{status.rtf:.3f}",
-    )
 
 
 class UIHandlers:
@@ -344,25 +328,30 @@ class UIHandlers:
         job = await self._admit(lang, prompt_audio, prompt_text, text, options, _client_id(request))
         finished = False
         parts: list[np.ndarray] = []
+        last_status = ""
         t_submit = time.monotonic()
         try:
-            async for ev in _events_with_ticks(job, QUEUE_REFRESH_S):
+            async for ev in events_with_ticks(job, QUEUE_REFRESH_S):
                 if ev is None or ev.kind == "queued":
                     pos = job.position()
-                    if pos:  # still waiting
-                        yield gr.skip(), gr.skip(), t("status_queued", lang, position=pos) + _waited(t_submit, lang)
+                    if pos:  # still waiting: refresh the position
+                        yield gr.skip(), gr.skip(), t("status_queued", lang, position=pos) + waited(t_submit, lang)
+                    elif ev is None and last_status:  # running: a heartbeat, so a closed tab is noticed
+                        yield gr.skip(), gr.skip(), last_status
                     continue
                 if ev.kind == "started":
-                    yield gr.skip(), None, t("status_started", lang)
+                    last_status = t("status_started", lang)
+                    yield gr.skip(), None, last_status
                 elif ev.kind == "chunk":
                     parts.append(ev.audio)
                     audio_s = sum(len(p) for p in parts) / float(job.sample_rate)
-                    yield (job.sample_rate, to_int16(ev.audio)), gr.skip(), t("status_streaming", lang, audio_s=f"{audio_s:.1f}")
+                    last_status = t("status_streaming", lang, audio_s=f"{audio_s:.1f}")
+                    yield (job.sample_rate, to_int16(ev.audio)), gr.skip(), last_status
                 elif ev.kind == "done":
                     finished = True
                     audio = np.concatenate(parts) if parts else np.zeros(0, np.float32)
                     path = await anyio.to_thread.run_sync(self.store.save, audio, job.sample_rate, job.id)
-                    yield gr.skip(), str(path), status_line(ev.status, lang) + _warnings_suffix(ev.status, lang)
+                    yield gr.skip(), str(path), status_line(ev.status, lang) + warnings_suffix(ev.status, lang)
                     return
                 elif ev.kind == "error":
                     finished = True
@@ -426,60 +415,4 @@ class UIHandlers:
                 job.cancel("client_gone")
 
 
-async def _events_with_ticks(job: Any, tick_s: float) -> AsyncIterator[Any]:
-    """``job.aevents()``, plus ``None`` every ``tick_s`` seconds while no event arrives.
-
-    The ticks let the caller refresh the queue position and give Gradio a chance to notice a
-    disconnected client. A pump task reads the job's events into an asyncio queue so that a
-    timed-out wait does not cancel the job's own iterator.
-    """
-    q: asyncio.Queue = asyncio.Queue()
-    done = object()
-
-    async def pump() -> None:
-        try:
-            async for ev in job.aevents():
-                q.put_nowait(ev)
-        finally:
-            q.put_nowait(done)
-
-    task = asyncio.ensure_future(pump())
-    try:
-        while True:
-            try:
-                item = await asyncio.wait_for(q.get(), timeout=tick_s)
-            except asyncio.TimeoutError:
-                yield None
-                continue
-            if item is done:
-                if task.done() and task.exception() is not None:
-                    raise task.exception()
-                return
-            yield item
-    finally:
-        if not task.done():
-            task.cancel()
-
-
-def _waited(t0: float, lang: str) -> str:
-    s = int(time.monotonic() - t0)
-    return f"（已等待 {s} 秒）" if lang == "zh" else f" (waited {s} s)"
-
-
-def _warnings_suffix(status: SynthesisStatus, lang: str) -> str:
-    ws = [w.get(lang) or w.get("en", "") for w in (status.warnings or [])]
-    return "".join("\n\n" + t("warning_item", lang, message=w) for w in ws if w)
-
-
-def prompt_report(prompt: Any, lang: str) -> str:
-    """Markdown with a prompt's measurements, any cut, and its warnings."""
-    stats = prompt.stats()
-    lines = [t("prompt_ok", lang), t("prompt_stats", lang, **stats)]
-    if stats.get("trimmed_from_s"):
-        start, end = stats["trimmed_from_s"]
-        lines.append(t("prompt_trimmed", lang, start=f"{start:.1f}", end=f"{end:.1f}"))
-    lines += [t("warning_item", lang, message=w) for w in prompt.warnings.texts(lang)]
-    return "\n\n".join(lines)
-
-
-__all__ = ["UIHandlers", "annotate", "merge_warnings", "prompt_report", "status_line"]
+__all__ = ["UIHandlers", "prompt_report", "status_line"]

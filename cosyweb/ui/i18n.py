@@ -96,6 +96,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     "status_idle": ("", ""),
     "status_checking": ("… 正在处理提示音频…", "… Processing the prompt…"),
     "status_queued": ("○ 排队中：第 {position} 位", "○ Queued: position {position}"),
+    "status_waited": ("（已等待 {s} 秒）", " (waited {s} s)"),
     "status_started": ("♪ 生成中…", "♪ Generating…"),
     "status_streaming": ("♪ 生成中… 已生成 {audio_s} 秒", "♪ Generating… {audio_s} s so far"),
     "status_done": (

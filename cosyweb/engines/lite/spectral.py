@@ -10,8 +10,8 @@ real cepstrum, halve c0, ``freqt`` to the mel scale) is linear in the log
 spectrum, and so is ``pysptk.mc2sp``; both are built once here as matrices by
 running pysptk on a basis, which turns a 0.85 s per 10 s ``sp2mc`` into a matrix
 product of a few milliseconds. Frequency warping (vocal-tract length) by a
-factor ``r`` maps ``log_sp(f) -> log_sp(f / r)`` and is a linear interpolation,
-so it folds into the same matrix.
+factor ``r`` maps ``log_sp(f) -> log_sp(f / r)``, a linear interpolation (two taps
+per bin), which also folds into the same matrix.
 """
 
 from __future__ import annotations
@@ -40,7 +40,12 @@ def fft_size(sample_rate: int) -> int:
 
 
 def track_f0(x: np.ndarray, sample_rate: int) -> tuple[np.ndarray, np.ndarray]:
-    """F0 by WORLD's DIO refined by StoneMask (about 10x faster than Harvest; good enough here).
+    """F0 by WORLD's DIO (about 10x faster than Harvest; good enough for statistics and voicing).
+
+    DIO runs with ``speed=3`` (internal down-sampling) and without StoneMask
+    refinement: measured on a 17 s prompt, the median F0, the 10th/90th log-F0
+    percentiles and the voiced fraction moved by under 0.5% while the cost fell
+    from 0.56 s to 0.06 s.
 
     Args:
         x: float mono waveform, shape ``(n_samples,)``.
@@ -50,10 +55,8 @@ def track_f0(x: np.ndarray, sample_rate: int) -> tuple[np.ndarray, np.ndarray]:
         ``(f0_hz, times_s)``, each shape ``(n_frames,)``; 0 Hz marks unvoiced frames.
     """
     x64 = np.ascontiguousarray(x, dtype=np.float64)
-    f0, t = pyworld.dio(
-        x64, sample_rate, f0_floor=F0_FLOOR_HZ, f0_ceil=F0_CEIL_HZ, frame_period=FRAME_PERIOD_MS, speed=2
-    )
-    return pyworld.stonemask(x64, f0, t, sample_rate), t
+    return pyworld.dio(x64, sample_rate, f0_floor=F0_FLOOR_HZ, f0_ceil=F0_CEIL_HZ,
+                       frame_period=FRAME_PERIOD_MS, speed=3)
 
 
 def log_envelope(x: np.ndarray, sample_rate: int, f0_hz: np.ndarray, times_s: np.ndarray) -> np.ndarray:
@@ -157,26 +160,36 @@ class MelCepstrum:
         return mc @ self._to_sp
 
     @functools.lru_cache(maxsize=64)
-    def warp_matrix(self, factor: float) -> np.ndarray:
-        """Interpolation matrix ``W`` with ``log_sp @ W = log_sp(f / factor)``, shape ``(n_bins, n_bins)``.
+    def _warp_taps(self, factor: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        src = np.clip(np.arange(self.n_bins) / factor, 0, self.n_bins - 1)
+        lo = np.floor(src).astype(np.intp)
+        hi = np.minimum(lo + 1, self.n_bins - 1)
+        return lo, hi, src - lo
+
+    def warp(self, log_sp: np.ndarray, factor: float) -> np.ndarray:
+        """Warp the frequency axis: ``out(f) = log_sp(f / factor)`` by linear interpolation.
 
         A factor above 1 moves formants up (a shorter vocal tract); frequencies read
         beyond Nyquist are clamped to the last bin.
+
+        Args:
+            log_sp: shape ``(n, n_bins)``.
+            factor: warp factor.
+
+        Returns:
+            shape ``(n, n_bins)``.
         """
-        src = np.clip(np.arange(self.n_bins) / factor, 0, self.n_bins - 1)
-        lo = np.floor(src).astype(int)
-        hi = np.minimum(lo + 1, self.n_bins - 1)
-        frac = src - lo
-        w = np.zeros((self.n_bins, self.n_bins))
-        cols = np.arange(self.n_bins)
-        np.add.at(w, (lo, cols), 1.0 - frac)
-        np.add.at(w, (hi, cols), frac)
-        return w
+        lo, hi, frac = self._warp_taps(float(factor))
+        return log_sp[:, lo] * (1.0 - frac) + log_sp[:, hi] * frac
 
     @functools.lru_cache(maxsize=64)
     def warped_to_mc(self, factor: float) -> np.ndarray:
-        """``warp_matrix(factor) @ to_mc``: log spectrum -> mel-cepstrum of the warped spectrum."""
-        return self.warp_matrix(factor) @ self._to_mc
+        """Matrix ``(n_bins, order + 1)`` mapping a log spectrum to the mel-cepstrum of its warped version."""
+        lo, hi, frac = self._warp_taps(float(factor))
+        out = np.zeros_like(self._to_mc)
+        np.add.at(out, lo, (1.0 - frac)[:, None] * self._to_mc)
+        np.add.at(out, hi, frac[:, None] * self._to_mc)
+        return out
 
 
 @functools.lru_cache(maxsize=4)
