@@ -174,7 +174,7 @@ def wait_voices_ready(server: AppServer, prompt_ids: list[str], timeout_s: float
     while pending and time.monotonic() < deadline:
         for pid in list(pending):
             state = httpx.get(f"{server.url}/api/v1/prompts/{pid}", headers={"X-API-Key": "bench"}).json()["voice"]
-            if state in ("ready", "failed"):
+            if state in ("ready", "failed", "not_started"):
                 pending.discard(pid)
         time.sleep(0.2)
 
@@ -210,7 +210,7 @@ def main() -> int:
     p.add_argument("--capacity", type=int, help="clients at 1x (default: the server's concurrency)")
     p.add_argument("--multipliers", default="1,2,4", help="load levels as multiples of the capacity")
     p.add_argument("--duration-s", type=float, default=40.0, help="seconds per level")
-    p.add_argument("--unloaded-requests", type=int, default=20, help="sequential requests of the unloaded figure")
+    p.add_argument("--unloaded-requests", type=int, default=40, help="sequential requests of the unloaded figure")
     p.add_argument("--gradio-fraction", type=float, default=0.25, help="share of clients using the Gradio API")
     p.add_argument("--busy-backoff-s", type=float, default=0.25, help="pause after a busy refusal")
     args = p.parse_args()
@@ -231,17 +231,19 @@ def main() -> int:
         print(f"engine {st['engine']}: concurrency {st['concurrency']}, max_active_jobs {st['max_active_jobs']}, "
               f"max_queue {st['max_queue']}, max_batch {st['max_batch']}; capacity (1x) = {capacity} clients")
         prompts = real_prompts()
+        prompt_ids = []
         with httpx.Client() as c:
-            prompt_ids = [register_prompt(c, server.url, pth)["prompt_id"] for pth in prompts]
-        wait_voices_ready(server, prompt_ids)
+            for pth in prompts:  # one at a time: each voice is prepared before the next upload
+                prompt_ids.append(register_prompt(c, server.url, pth)["prompt_id"])
+                wait_voices_ready(server, prompt_ids[-1:])
         print(f"{len(prompt_ids)} real prompts registered; voices prepared")
 
         base = LevelResult(1)
         t0 = time.monotonic()
-        rng = random.Random(42)
         with httpx.Client() as c:
-            for _ in range(args.unloaded_requests):
-                r = stream_tts(c, server.url, {"prompt_id": rng.choice(prompt_ids), "text": rng.choice(TEXTS)}, "unloaded")
+            for i in range(args.unloaded_requests):  # every text equally often, across the prompts
+                body = {"prompt_id": prompt_ids[(7 * i) % len(prompt_ids)], "text": TEXTS[i % len(TEXTS)], "seed": i}
+                r = stream_tts(c, server.url, body, "unloaded")
                 base.streams.append(r)
                 if not r.complete:
                     base.errors.append(f"http {r.status}: {r.error}")

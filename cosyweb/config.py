@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     prompt_store_size: int = Field(64, ge=1, description="Prompts registered through the HTTP API kept (LRU).")
     watchdog_s: float = Field(120.0, gt=0, description="An engine call longer than this marks the service unhealthy.")
     shutdown_grace_s: float = Field(30.0, ge=0, description="On SIGTERM, running jobs get this long to finish.")
+    first_chunk_lane: Optional[int] = Field(
+        None, ge=0, description="Workers kept for first segments of new jobs; default: 1 with 2+ workers, else 0."
+    )
     priority_max_overtakes: int = Field(
         4, ge=0, description="A later segment waits behind at most this many newer first segments (0 = plain FIFO)."
     )

@@ -32,3 +32,28 @@ def prompt_manifest(shared_prompts: Path) -> dict[str, dict[str, str]]:
     """``manifest.tsv`` as ``{file name: row dict}``."""
     with open(shared_prompts / "manifest.tsv", encoding="utf-8") as f:
         return {row["file"]: row for row in csv.DictReader(f, delimiter="\t")}
+
+
+# --- real-browser tests (tests/test_browser_*.py) ------------------------------------------------
+def pytest_collection_modifyitems(config, items):
+    """Run the ``browser`` tests last: while the session's playwright (sync API) is alive, its
+    event loop counts as running in the main thread, so ``asyncio.run`` in a later test would fail."""
+    items.sort(key=lambda item: item.get_closest_marker("browser") is not None)  # stable sort
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """One headless Debian chromium (``/usr/bin/chromium``, never ``playwright install``) for
+    the whole session; each test opens its own context. Fails clearly if chromium is missing."""
+    from browser_helpers import CHROMIUM, launch_browser
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).is_file():
+        pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium fonts-wqy-zenhei)",
+                    pytrace=False)
+    with sync_playwright() as pw:
+        b = launch_browser(pw)
+        try:
+            yield b
+        finally:
+            b.close()

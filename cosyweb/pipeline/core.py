@@ -31,7 +31,7 @@ from .job import CANCELLED, DONE, FAILED, RUNNING, TIMEOUT, Job, JobEvent
 from .metrics import PipelineMetrics
 from .monitor import Monitor
 from .prompts import PromptStore
-from .scheduler import SegmentScheduler, VoiceWork, WorkItem
+from .scheduler import Batch, SegmentScheduler, VoiceWork, WorkItem
 from .voices import VoiceCache
 
 log = logging.getLogger("cosyweb.pipeline")
@@ -65,6 +65,8 @@ class PipelineCore:
         max_batch: ``min(engine max_batch, settings.max_batch)``.
         max_active_jobs: ``settings.max_active_jobs`` or ``concurrency * max_batch`` (a job
             has one segment in flight, so fewer active jobs could never fill a batch).
+        first_lane: ``settings.first_chunk_lane`` or, by default, 1 worker kept for first
+            segments when there are at least 2 workers and priority is on (else 0).
     """
 
     def __init__(self, engine: Engine, settings: Settings) -> None:
@@ -85,7 +87,11 @@ class PipelineCore:
             settings.per_client_jobs,
             self.estimate_wait_s,
         )
-        self.scheduler = SegmentScheduler(self.cond, getattr(settings, "priority_max_overtakes", 4))
+        max_overtakes = getattr(settings, "priority_max_overtakes", 4)
+        lane = getattr(settings, "first_chunk_lane", None)
+        self.first_lane = int(lane if lane is not None else (1 if self.concurrency >= 2 and max_overtakes > 0 else 0))
+        self.scheduler = SegmentScheduler(self.cond, max_overtakes, self.concurrency, self.first_lane)
+        self.first_lane = self.scheduler.first_lane  # clamped to concurrency - 1
         self.voices = VoiceCache(settings.voice_cache_size)
         self.prompts = PromptStore(getattr(settings, "prompt_store_size", 64))
         #: Voice keys with a prewarm queued or running, and how many may be at once.
@@ -203,8 +209,9 @@ class PipelineCore:
                 job.publish(JobEvent("queued", job.id, position=pos))
 
     # --- work ---------------------------------------------------------------------------
-    def take(self) -> Optional[list[WorkItem]]:
-        """Block for the next batch of work (1..max_batch items of distinct running jobs).
+    def take(self) -> Optional[Batch]:
+        """Block for the next batch of work (1..max_batch items of distinct running jobs, or
+        one prewarm). Hand it back with :meth:`release` after running it.
 
         Returns None when the pipeline stops.
         """
@@ -213,12 +220,17 @@ class PipelineCore:
             if items is None:
                 return None
             with self.cond:
-                live = [it for it in items if it.job is None or not it.job.finished]
-                for it in live:
+                items[:] = [it for it in items if it.job is None or not it.job.finished]
+                for it in items:
                     if it.job is not None:
                         it.job.in_flight = True
-            if live:
-                return live
+            if items:
+                return items
+            self.scheduler.release(items)
+
+    def release(self, batch: Batch) -> None:
+        """A worker has run ``batch`` (frees its later-segment place in the first-chunk lane)."""
+        self.scheduler.release(batch)
 
     # --- voice prewarm ---------------------------------------------------------------------
     def request_prewarm(self, prompt, prompt_text: str, key: str) -> bool:

@@ -17,6 +17,12 @@ requests' later chunks):
   stream of new jobs. ``max_overtakes=0`` turns the priority off (plain FIFO).
   Counting overtakes rather than seconds keeps the policy deterministic and testable.
 
+First-chunk lane: with several workers, ``first_lane`` of them are kept for first segments:
+at most ``n_workers - first_lane`` engine calls at once may be later segments or prewarms, so
+a new request never waits for a long later segment already running (a worker cannot be
+interrupted inside an engine call; with one worker the wait for the call in progress remains).
+First segments may use every worker.
+
 Voice preparation (a prewarm after a prompt is registered) is a :class:`VoiceWork` item in
 class 1, FIFO with the later segments and aged like them: it never delays a new request's
 first chunk, waits at most behind the later segments already ready, and is always taken
@@ -87,17 +93,32 @@ class VoiceWork:
 Item = Union[WorkItem, VoiceWork]
 
 
+class Batch(list):
+    """The items one :meth:`SegmentScheduler.take` returned (a list), remembering whether it
+    occupies a later-segment place (``tail``: it holds no first segment). Hand it back to
+    :meth:`SegmentScheduler.release` when the worker has run it."""
+
+    tail: bool = False
+    counted: bool = False  # counted in ``n_tail_running`` (only with a first-chunk lane)
+
+
 class SegmentScheduler:
     """Priority queue of :class:`WorkItem` with aging and batch collection.
 
     Args:
         cond: the core's condition variable (guards this object and wakes workers).
         max_overtakes: overtakes after which a later segment is promoted (>= 0).
+        n_workers: workers calling :meth:`take`.
+        first_lane: workers kept for first segments (clamped to ``n_workers - 1``).
     """
 
-    def __init__(self, cond: threading.Condition, max_overtakes: int = 4) -> None:
+    def __init__(self, cond: threading.Condition, max_overtakes: int = 4, n_workers: int = 1,
+                 first_lane: int = 0) -> None:
         self._cond = cond
         self.max_overtakes = max(0, int(max_overtakes))
+        self.n_workers = max(1, int(n_workers))
+        self.first_lane = max(0, min(int(first_lane), self.n_workers - 1))
+        self.n_tail_running = 0  # batches without a first segment on a worker now
         self._items: list[Item] = []
         self._seq = itertools.count()
         self._closed = False
@@ -138,49 +159,70 @@ class SegmentScheduler:
         """The queued items in dispatch order (caller holds the condition); for stats and tests."""
         return sorted(self._items, key=self._rank)
 
-    def _pop(self, n: int) -> list[Item]:
-        ranked = sorted(self._items, key=self._rank)
+    def _eligible(self) -> list[Item]:
+        """Items a worker may take now: all, or only first segments while the later-segment
+        places (``n_workers - first_lane``) are all in use."""
+        if self.first_lane == 0 or self.n_tail_running < self.n_workers - self.first_lane:
+            return self._items
+        return [it for it in self._items if it.first]
+
+    def _pop(self, n: int, eligible: list[Item]) -> Batch:
+        ranked = sorted(eligible, key=self._rank)
         if isinstance(ranked[0], VoiceWork):
             taken = ranked[:1]  # a prewarm runs alone
         else:
             taken = [it for it in ranked if not isinstance(it, VoiceWork)][:n]
         chosen = {id(it) for it in taken}
-        rest = [it for it in ranked if id(it) not in chosen]
+        rest = [it for it in sorted(self._items, key=self._rank) if id(it) not in chosen]
         newest_taken = max((it.seq for it in taken), default=-1)
         for it in rest:
             if it.seq < newest_taken:
                 it.n_overtaken += sum(1 for t in taken if t.seq > it.seq)
         self._items = rest
-        return taken
+        batch = Batch(taken)
+        batch.tail = not any(it.first for it in taken)
+        if batch.tail and self.first_lane > 0:
+            self.n_tail_running += 1
+            batch.counted = True
+        return batch
 
-    def take(self, max_items: int = 1, batch_wait_s: float = 0.0) -> Optional[list[Item]]:
+    def release(self, batch: Batch) -> None:
+        """A worker is done with ``batch`` (its later-segment place, if any, is free again)."""
+        with self._cond:
+            if batch.counted:
+                batch.counted = False
+                self.n_tail_running -= 1
+                self._cond.notify_all()
+
+    def take(self, max_items: int = 1, batch_wait_s: float = 0.0) -> Optional[Batch]:
         """Block until work is ready; return 1..``max_items`` items in priority order.
 
         With fewer than ``max_items`` ready, waits at most ``batch_wait_s`` seconds (from the
         moment the first item is ready) for more, returning early once the batch is full.
 
         Returns:
-            A non-empty list (segments of distinct jobs, or one :class:`VoiceWork`), or None
-            once the scheduler is closed.
+            A non-empty :class:`Batch` (segments of distinct jobs, or one :class:`VoiceWork`),
+            or None once the scheduler is closed. Pass it to :meth:`release` when done.
         """
         max_items = max(1, int(max_items))
         with self._cond:
             while True:
-                while not self._items and not self._closed:
+                while not self._eligible() and not self._closed:
                     self._cond.wait()
                 if self._closed:
                     return None
-                if max_items > 1 and batch_wait_s > 0 and len(self._items) < max_items:
+                if max_items > 1 and batch_wait_s > 0 and len(self._eligible()) < max_items:
                     deadline = time.monotonic() + batch_wait_s
-                    while len(self._items) < max_items and not self._closed:
+                    while len(self._eligible()) < max_items and not self._closed:
                         remaining_s = deadline - time.monotonic()
                         if remaining_s <= 0:
                             break
                         self._cond.wait(remaining_s)
                     if self._closed:
                         return None
-                if self._items:  # another worker may have taken them meanwhile
-                    return self._pop(max_items)
+                eligible = self._eligible()
+                if eligible:  # another worker may have taken them meanwhile
+                    return self._pop(max_items, eligible)
 
     def close(self) -> None:
         """Wake every waiting worker; :meth:`take` returns None from now on."""

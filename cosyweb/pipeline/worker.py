@@ -88,11 +88,10 @@ class Worker(threading.Thread):
             items = self.core.take()
             if items is None:
                 return
-            if isinstance(items[0], VoiceWork):
-                self._run_prewarm(items[0])
-                continue
             try:
-                if self.batched:
+                if isinstance(items[0], VoiceWork):
+                    self._run_prewarm(items[0])
+                elif self.batched:
                     self._run_batch(items)
                 else:
                     for item in items:
@@ -100,7 +99,10 @@ class Worker(threading.Thread):
             except BaseException as exc:  # a bug of ours: fail these jobs, keep the worker
                 log.exception("worker %s: unexpected error", self.name)
                 for item in items:
-                    self._fail(item, exc, count=False)
+                    if item.job is not None:
+                        self._fail(item, exc, count=False)
+            finally:
+                self.core.release(items)
 
     # --- helpers ----------------------------------------------------------------------
     def _fail(self, item: WorkItem, exc: BaseException, count: bool = True) -> None:

@@ -136,6 +136,7 @@ def mount_ui_on(app: FastAPI, service: Any, settings: Any) -> FastAPI:
     import gradio as gr  # imported here: callers put ffmpeg on PATH first (pydub reads it on import)
 
     from cosyweb.ui.blocks import ASSETS_DIR, build_blocks, css
+    from cosyweb.ui.player import player_head
 
     output_dir = settings.output_dir.resolve()
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -154,6 +155,7 @@ def mount_ui_on(app: FastAPI, service: Any, settings: Any) -> FastAPI:
         max_file_size=int(2 * settings.max_upload_mb * 1024 * 1024),
         show_error=False,  # unexpected exceptions: a generic message (gr.Error is always shown)
         css=css(),
+        head=player_head(service.sample_rate),  # the low-latency player (cosyweb/ui/static/player.js)
         footer_links=["api", "settings"],
         run_history=False,
         ssr_mode=False,

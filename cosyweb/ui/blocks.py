@@ -29,6 +29,7 @@ from cosyweb.options import SPEED_MAX, SPEED_MIN, VOLUME_MAX, VOLUME_MIN, Mode
 from cosyweb.ui import i18n
 from cosyweb.ui.handlers import UIHandlers
 from cosyweb.ui.i18n import t
+from cosyweb.ui.player import ELEM_IDS, RUN_JS
 
 #: Shipped example prompts (synthetic voices made for this project; see assets/README.md):
 #: (file under assets/, prompt text, synthesis text).
@@ -95,6 +96,8 @@ def build_blocks(service: Any, settings: Any, handlers: UIHandlers | None = None
                 prompt_preview = gr.Audio(label=t("prompt_preview", lang0), interactive=False,
                                           elem_id="cw-prompt-preview")
                 prompt_info = gr.Markdown(elem_id="cw-prompt-info")
+                # The registered prompt's id, for the low-latency player (in the DOM, not shown).
+                prompt_id = gr.Textbox("", visible="hidden", elem_id=ELEM_IDS["prompt_id"])
                 prompt_text = gr.Textbox(label=t("prompt_text", lang0), info=_prompt_text_info(caps, lang0),
                                          placeholder=t("prompt_text_placeholder", lang0), lines=2,
                                          elem_id="cw-prompt-text")
@@ -137,6 +140,10 @@ def build_blocks(service: Any, settings: Any, handlers: UIHandlers | None = None
         with gr.Row():
             gen_btn = gr.Button(t("generate", lang0), variant="primary", elem_id="cw-generate")
             stop_btn = gr.Button(t("stop", lang0), variant="stop", elem_id="cw-stop")
+        use_player = gr.Checkbox(True, label=t("player_use", lang0), info=t("player_use_info", lang0), interactive=True,
+                                 elem_id=ELEM_IDS["use_player"])
+        player_go = gr.Button("player", visible="hidden", elem_id=ELEM_IDS["player_go"])
+        gr.HTML("", elem_id=ELEM_IDS["panel"])  # the player writes its status and download link here
         status_md = gr.Markdown(label="status", elem_id="cw-status")
         out_stream = gr.Audio(label=t("out_stream", lang0), streaming=True, autoplay=True, interactive=False,
                               elem_id="cw-out-stream")
@@ -168,7 +175,12 @@ def build_blocks(service: Any, settings: Any, handlers: UIHandlers | None = None
 
         # --- events ------------------------------------------------------------------------------
         quiet = dict(show_progress="hidden", api_visibility="private", concurrency_limit=None)
-        prompt_audio.change(h.preview_prompt, [lang, prompt_audio], [prompt_preview, prompt_info], **quiet)
+        # A new upload first clears the old prompt id (in the browser, at once), then is previewed
+        # and registered: the service prepares its voice profile in the background.
+        prompt_audio.change(None, None, prompt_id, js="() => ''", **quiet)
+        prompt_audio.change(h.preview_prompt, [lang, prompt_audio], [prompt_preview, prompt_info], **quiet).then(
+            h.register_prompt, [prompt_audio, prompt_text], prompt_id, **quiet)
+        prompt_text.blur(h.register_prompt, [prompt_audio, prompt_text], prompt_id, **quiet)
         gr.on([text.change, text_language.change], h.check_text, [lang, text, text_language], text_check,
               trigger_mode="always_last", **quiet)
         poly_btn.click(h.list_polyphones, [lang, text], [poly_dd, reading_dd, poly_state, poly_note], **quiet)
@@ -180,6 +192,10 @@ def build_blocks(service: Any, settings: Any, handlers: UIHandlers | None = None
         mode.change(lambda m: gr.update(visible=m == Mode.INSTRUCT.value), mode, instruct_text, **quiet)
         dice.click(h.roll_seed, None, seed, **quiet)
 
+        # With the player ticked (and a registered prompt), player.js takes the click before Gradio
+        # sees it and clicks the hidden player_go instead, whose JS-only event hands it the values.
+        player_go.click(None, [lang, prompt_id, prompt_text, text, mode, dialect, emotion, speed, volume, seed,
+                               instruct_text, text_language], None, js=RUN_JS, **quiet)
         gen = gen_btn.click(
             h.synthesize_stream,
             [lang, prompt_audio, prompt_text, text, mode, dialect, emotion, speed, volume, seed, instruct_text,
@@ -188,6 +204,7 @@ def build_blocks(service: Any, settings: Any, handlers: UIHandlers | None = None
             api_name="synthesize_stream",
             concurrency_limit=None,
             show_progress="minimal",
+            validator=h.validate_stream,  # queue=False: busy / missing inputs answered before queueing
         )
         stop_btn.click(lambda lg: t("status_cancelled", lg), lang, status_md, cancels=[gen], **quiet)
 
@@ -233,12 +250,14 @@ def build_blocks(service: Any, settings: Any, handlers: UIHandlers | None = None
             (seed, lambda lg: gr.update(label=t("seed", lg))),
             (dice, lambda lg: gr.update(value=t("dice", lg))),
             (gen_btn, lambda lg: gr.update(value=t("generate", lg))),
+            (use_player, lambda lg: gr.update(label=t("player_use", lg), info=t("player_use_info", lg))),
             (stop_btn, lambda lg: gr.update(value=t("stop", lg))),
             (out_stream, lambda lg: gr.update(label=t("out_stream", lg))),
             (out_file, lambda lg: gr.update(label=t("out_file", lg))),
         ]
         if examples is not None:
-            relabels.append((examples.dataset, lambda lg: gr.update(label=t("examples", lg))))
+            relabels.append((examples.dataset, lambda lg: gr.update(
+                label=t("examples", lg), headers=[t("prompt_audio", lg), t("prompt_text", lg), t("text", lg)])))
 
         def relabel(lg: str) -> list[Any]:
             """Updates for every component in the session language ``lg``."""

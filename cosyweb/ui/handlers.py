@@ -29,6 +29,7 @@ import numpy as np
 from cosyweb.audio.encode import to_int16
 from cosyweb.errors import CosywebError, InvalidInputError, JobCancelledError, Message
 from cosyweb.options import DIALECTS, EMOTIONS, MODE_LABELS, SynthesisOptions
+from cosyweb.ui.fastpath import FastPathHandlers
 from cosyweb.ui.i18n import bilingual, norm_lang, t
 from cosyweb.ui.inputs import SEED_MAX, annotate, both, build_options, merge_warnings, resolve_language
 from cosyweb.ui.outputs import OutputStore
@@ -71,13 +72,14 @@ def _path_of(value: Any) -> Optional[str]:
     return getattr(value, "path", None)
 
 
-class UIHandlers:
+class UIHandlers(FastPathHandlers):
     """The UI's and API's handlers, bound to one service.
 
     Args:
         service: a started :class:`cosyweb.pipeline.service.TTSService` (or an object with the
             same interface: ``capabilities``, ``engine_name``, ``ready``, ``healthy``,
-            ``load_prompt``, ``analyze_text``, ``polyphones``, ``submit``, ``stats``).
+            ``load_prompt``, ``register_prompt``, ``analyze_text``, ``polyphones``, ``submit``,
+            ``precheck``, ``stats``).
         settings: :class:`cosyweb.config.Settings` (``output_dir``, ``keep_outputs``).
     """
 

@@ -114,6 +114,25 @@ STRINGS: dict[str, tuple[str, str]] = {
     "ms": ("{value} 毫秒", "{value} ms"),
     "na": ("—", "—"),
     "examples": ("示例（点击填入）", "Examples (click to fill in)"),
+    # low-latency player (cosyweb/ui/static/player.js reads the player_* keys)
+    "player_use": ("低延迟播放器", "Low-latency player"),
+    "player_use_info": (
+        "边生成边播放（Web Audio）；取消勾选则使用标准的流式音频播放器",
+        "Plays as the audio arrives (Web Audio); untick to use the standard streaming audio player",
+    ),
+    "player_connecting": ("… 正在连接…", "… Connecting…"),
+    "player_queued": ("○ 排队中：第 {position} 位", "○ Queued: position {position}"),
+    "player_generating": ("♪ 生成中…", "♪ Generating…"),
+    "player_playing": ("♪ 正在播放…", "♪ Playing…"),
+    "player_done": (
+        "✓ 点击到出声 {click_to_sound_ms} 毫秒 · 首包 {first_chunk_ms} 毫秒 · 音频 {audio_s} 秒 · RTF {rtf} · 卡顿 {underruns} 次",
+        "✓ click to sound {click_to_sound_ms} ms · first chunk {first_chunk_ms} ms · audio {audio_s} s · RTF {rtf} · underruns {underruns}",
+    ),
+    "player_stopped": ("■ 已停止", "■ Stopped"),
+    "player_download": ("下载完整音频（wav）", "Download the full audio (wav)"),
+    "player_network_error": ("网络错误，请重试", "Network error, please retry"),
+    "player_http_error": ("请求失败（HTTP {status}），请重试", "Request failed (HTTP {status}), please retry"),
+    "player_stream_broken": ("音频流中断，请重试", "The audio stream broke off, please retry"),
     "error_title": ("错误", "Error"),
     # input errors raised by the UI itself
     "err_no_prompt": ("请先上传或录制提示音频", "Please upload or record a prompt audio first"),

@@ -7,10 +7,11 @@ Steps, per segment (recipe of the main issue; measured notes in
    is an autocorrelation test at the known period; CheapTrick gives the envelope.
 2. :func:`convert_envelope`: warp the frequency axis by the profile's factor,
    add the mean mel-cepstrum EQ (prompt mean minus espeak reference mean), then
-   replace each voiced frame by a blend with the mean of its k nearest prompt
-   frames in mel-cepstrum space (k-NN frame replacement, as in kNN-VC by Baas et
-   al. 2023, here on mel-cepstra). Blending and temporal smoothing guard against
-   phonetic drift.
+   replace each voiced frame by the mean of its k nearest prompt voiced frames in
+   mel-cepstrum space (k-NN frame replacement, as in kNN-VC by Baas et al. 2023,
+   here on mel-cepstra), and each active unvoiced frame likewise from the prompt's
+   unvoiced frames. A distance guard blends less where the prompt has no close
+   frame (phonetic drift).
 3. :func:`synthetic_aperiodicity` from voicing (much faster than D4C at the same
    speaker similarity), then :func:`resynthesize` with the new F0.
 4. :func:`match_loudness` to the prompt's active-frame RMS, times the request's gain.
@@ -25,6 +26,7 @@ import numpy as np
 
 from cosyweb.engines.lite.spectral import (
     FRAME_PERIOD_MS,
+    active_frames,
     frame_times,
     log_envelope,
     mel_cepstrum,
@@ -46,7 +48,7 @@ KNN_MATCH_DIMS = 20
 GUARD_START, GUARD_END = 1.4, 2.2
 #: Loudness target range for the output, dBFS of active-frame RMS (a whisper-quiet
 #: prompt should not give an inaudible result, nor a clipped one a clipped result).
-LOUDNESS_MIN_DBFS, LOUDNESS_MAX_DBFS = -30.0, -16.0
+LOUDNESS_MIN_DBFS, LOUDNESS_MAX_DBFS = -30.0, -18.0
 #: Soft-limiter knee, linear amplitude.
 LIMITER_KNEE = 0.9
 
@@ -60,11 +62,13 @@ class Frames:
     Attributes:
         times_s: frame centres, shape ``(n,)``.
         voiced: bool, shape ``(n,)``.
+        active: bool, shape ``(n,)``: not silence (see :func:`~cosyweb.engines.lite.spectral.active_frames`).
         log_sp: natural-log power envelope, shape ``(n, n_bins)``.
     """
 
     times_s: np.ndarray
     voiced: np.ndarray
+    active: np.ndarray
     log_sp: np.ndarray
 
 
@@ -88,9 +92,10 @@ def analyze(x: np.ndarray, sample_rate: int, const_f0_hz: float) -> Frames:
         v = voiced.astype(np.int8)
         med = (v[:-2] + v[1:-1] + v[2:]) >= 2
         voiced[1:-1] = med
-    f0 = np.full(len(t), float(const_f0_hz))
+    # unvoiced frames get WORLD's default analysis window, as in the prompt analysis
+    f0 = np.where(voiced, float(const_f0_hz), 0.0)
     log_sp = log_envelope(x, sample_rate, f0, t)
-    return Frames(times_s=t, voiced=voiced, log_sp=log_sp)
+    return Frames(times_s=t, voiced=voiced, active=active_frames(x, sample_rate, t), log_sp=log_sp)
 
 
 def knn_replace(query: np.ndarray, pool: np.ndarray, k: int, match_dims: int) -> tuple[np.ndarray, np.ndarray]:
@@ -117,46 +122,72 @@ def knn_replace(query: np.ndarray, pool: np.ndarray, k: int, match_dims: int) ->
     return pool[idx].mean(axis=1), np.sqrt(np.maximum(nearest, 0.0))
 
 
+@dataclass(frozen=True)
+class Target:
+    """What the envelope conversion moves toward (from the voice profile).
+
+    Attributes:
+        warp: frequency-warp factor (>1 raises formants).
+        voiced_delta: mel-cepstrum EQ for voiced frames, shape ``(order + 1,)``.
+        voiced_pool: prompt voiced-frame mel-cepstra c1..c_order, shape ``(m, order)``.
+        unvoiced_delta: mel-cepstrum EQ for active unvoiced frames, shape ``(order + 1,)``.
+        unvoiced_pool: prompt active unvoiced-frame mel-cepstra c1..c_order, shape ``(m2, order)``
+            (may be empty: then unvoiced frames only get the EQ).
+    """
+
+    warp: float
+    voiced_delta: np.ndarray
+    voiced_pool: np.ndarray
+    unvoiced_delta: np.ndarray
+    unvoiced_pool: np.ndarray
+
+
+def _replace(cep: np.ndarray, rows: np.ndarray, pool: np.ndarray, blend: float, k: int) -> None:
+    """k-NN replacement of ``cep[rows, 1:]`` from ``pool``, with the drift guard (in place)."""
+    if blend <= 0 or k <= 0 or not len(rows) or len(pool) < k:
+        return
+    target, dist = knn_replace(cep[rows, 1:], pool, k, KNN_MATCH_DIMS)
+    typical = float(np.median(dist))
+    lo, hi = GUARD_START * typical, GUARD_END * typical
+    weight = blend * np.clip((hi - dist) / max(hi - lo, 1e-9), 0.0, 1.0)
+    cep[rows, 1:] = (1.0 - weight[:, None]) * cep[rows, 1:] + weight[:, None] * target
+
+
 def convert_envelope(
-    log_sp: np.ndarray,
-    voiced: np.ndarray,
+    frames: Frames,
     sample_rate: int,
-    warp: float,
-    mcep_delta: np.ndarray,
-    prompt_frames: np.ndarray,
+    target: Target,
     *,
     knn_k: int = KNN_K,
     knn_blend: float = KNN_BLEND,
 ) -> np.ndarray:
     """Move espeak envelopes toward the prompt speaker.
 
+    Voiced frames: warp, voiced EQ, k-NN replacement from the prompt's voiced frames.
+    Active unvoiced frames (fricatives, aspiration): warp, unvoiced EQ, k-NN
+    replacement from the prompt's unvoiced frames (measured: +0.02 mean same-speaker
+    cosine on the benchmark). Silent frames: warp and voiced EQ only. Frames whose
+    nearest prompt frame is unusually far (a sound the prompt lacks) are blended
+    less, down to none (the drift guard).
+
     Args:
-        log_sp: espeak log power envelopes, shape ``(n, n_bins)``.
-        voiced: bool, shape ``(n,)``; only voiced frames get k-NN replacement.
+        frames: :func:`analyze` output.
         sample_rate: Hz.
-        warp: frequency-warp factor (>1 raises formants).
-        mcep_delta: mel-cepstrum EQ added to every frame, shape ``(order + 1,)``.
-        prompt_frames: prompt voiced-frame mel-cepstra ``c1..c_order``, shape ``(m, order)``.
+        target: from the voice profile.
         knn_k: neighbours per frame; 0 disables replacement.
         knn_blend: weight of the neighbour mean for frames with a close match, 0..1.
-            Frames whose nearest prompt frame is unusually far (a sound the prompt
-            lacks) are blended less, down to 0 (the drift guard).
 
     Returns:
         New log power envelopes, shape ``(n, n_bins)``.
     """
     mc = mel_cepstrum(sample_rate)
-    warped = mc.warp(log_sp, warp)
+    warped = mc.warp(frames.log_sp, target.warp)
     cep = mc.to_mcep(warped)
     residual = warped - mc.to_log_sp(cep)  # fine structure the mel-cepstrum does not hold
-    cep = cep + mcep_delta[None, :]
-    if knn_k > 0 and knn_blend > 0 and voiced.any() and len(prompt_frames):
-        v = np.nonzero(voiced)[0]
-        target, dist = knn_replace(cep[v, 1:], prompt_frames, knn_k, KNN_MATCH_DIMS)
-        typical = float(np.median(dist))
-        lo, hi = GUARD_START * typical, GUARD_END * typical
-        weight = knn_blend * np.clip((hi - dist) / max(hi - lo, 1e-9), 0.0, 1.0)
-        cep[v, 1:] = (1.0 - weight[:, None]) * cep[v, 1:] + weight[:, None] * target
+    unvoiced = frames.active & ~frames.voiced
+    cep += np.where(unvoiced[:, None], target.unvoiced_delta[None, :], target.voiced_delta[None, :])
+    _replace(cep, np.nonzero(frames.voiced)[0], target.voiced_pool, knn_blend, knn_k)
+    _replace(cep, np.nonzero(unvoiced)[0], target.unvoiced_pool, knn_blend, knn_k)
     return mc.to_log_sp(cep) + residual
 
 

@@ -1,7 +1,8 @@
 """The embedded CPU engine: espeak-ng speech adapted toward the prompt speaker with WORLD.
 
 Per segment: :mod:`render` (espeak-ng at a constant F0, timed syllables) ->
-:mod:`adapt` analysis -> :mod:`prosody` F0 from tone targets -> envelope
+:mod:`adapt` analysis -> :mod:`durations` (phrase-final lengthening) ->
+:mod:`prosody` F0 from tone targets -> envelope
 conversion (warp, mean mel-cepstrum EQ, k-NN frame replacement) -> WORLD
 resynthesis -> loudness. One chunk per segment; the pipeline streams segment by
 segment. Output rate: 22050 Hz, espeak-ng's native rate, so nothing is resampled
@@ -18,8 +19,8 @@ import numpy as np
 
 from cosyweb.audio.types import PromptAudio
 from cosyweb.engines.base import Engine, EngineCapabilities, Voice
-from cosyweb.engines.lite import adapt, profile, prosody, render
-from cosyweb.errors import CosywebError, EngineError
+from cosyweb.engines.lite import adapt, durations, profile, prosody, render
+from cosyweb.errors import CosywebError, EngineError, StartupError
 from cosyweb.options import Mode, SynthesisOptions
 from cosyweb.text.types import TextSegment, Token, TokenKind
 
@@ -28,7 +29,7 @@ log = logging.getLogger(__name__)
 #: Output sample rate, Hz.
 SAMPLE_RATE_HZ = profile.ANALYSIS_RATE_HZ
 #: Bumped when the profile recipe changes, so cached voices are not reused across versions.
-PROFILE_VERSION = "lite1"
+PROFILE_VERSION = "lite2"
 #: The speaking-rate factor taken from the prompt is kept in this range.
 PROMPT_RATE_MIN, PROMPT_RATE_MAX = 0.75, 1.35
 
@@ -80,7 +81,10 @@ class LiteEngine(Engine):
 
         rate = espeak.sample_rate()
         if rate != SAMPLE_RATE_HZ:
-            raise EngineError(f"espeak-ng runs at {rate} Hz, expected {SAMPLE_RATE_HZ}")
+            raise StartupError(
+                f"espeak-ng 的采样率为 {rate} Hz，应为 {SAMPLE_RATE_HZ} Hz，请重新安装 espeakng-loader",
+                f"espeak-ng runs at {rate} Hz, expected {SAMPLE_RATE_HZ} Hz; reinstall espeakng-loader",
+            )
 
     def warmup(self) -> None:
         """Build the mel-cepstrum matrices and both espeak references, then synthesise one short phrase."""
@@ -101,7 +105,7 @@ class LiteEngine(Engine):
         """Build the :class:`~cosyweb.engines.lite.profile.VoiceProfile` of a prompt.
 
         Returns:
-            ``Voice(key=f"{prompt.fingerprint}:{hash of prompt_text}:lite1", data=profile)``.
+            ``Voice(key=f"{prompt.fingerprint}:{hash of prompt_text}:{PROFILE_VERSION}", data=profile)``.
 
         Raises:
             cosyweb.errors.InvalidInputError: no voiced speech in the prompt.
@@ -146,13 +150,18 @@ class LiteEngine(Engine):
             return np.zeros(len(rendered.samples), np.float32)
         sr = rendered.sample_rate
         frames = adapt.analyze(rendered.samples, sr, rendered.const_f0_hz)
-        f0 = prosody.f0_contour(rendered.units, frames.times_s, frames.voiced, prof.log_f0_mean,
-                                prof.log_f0_spread, style)
-        log_sp = adapt.convert_envelope(frames.log_sp, frames.voiced, sr, prof.warp, prof.mcep_delta, prof.frames)
+        n_in = len(frames.times_s)
+        frames, units = durations.lengthen_phrase_ends(frames, rendered.units)
+        n_samples = len(rendered.samples) + int(round((len(frames.times_s) - n_in) * durations.FRAME_PERIOD_MS
+                                                      * sr / 1000.0))
+        f0 = prosody.f0_contour(units, frames.times_s, frames.voiced, prof.log_f0_mean,
+                                prof.log_f0_spread, style, seed=int(options.seed))
+        target = adapt.Target(prof.warp, prof.mcep_delta, prof.frames, prof.unvoiced_delta, prof.unvoiced_frames)
+        log_sp = adapt.convert_envelope(frames, sr, target)
         ap = adapt.synthetic_aperiodicity(frames.voiced, log_sp.shape[1], sr)
         y = adapt.resynthesize(f0, log_sp, ap, sr)
         y = adapt.match_loudness(y, sr, prof.loudness_dbfs, style.gain)
-        return y[: len(rendered.samples)] if len(y) > len(rendered.samples) else y
+        return y[:n_samples]
 
 
 def create(settings=None) -> LiteEngine:

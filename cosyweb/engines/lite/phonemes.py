@@ -21,8 +21,8 @@ import re
 
 from cosyweb.errors import InvalidInputError
 
-#: espeak voices per language id.
-ESPEAK_VOICES: dict[str, str] = {"zh": "cmn-Latn-pinyin", "yue": "yue-Latn-jyutping", "en": "en-us"}
+#: espeak language voices (file names under espeak-ng-data/lang) per language id.
+ESPEAK_VOICES: dict[str, str] = {"zh": "cmn-Latn-pinyin", "yue": "yue-Latn-jyutping", "en": "en-US"}
 
 #: Mandarin tone number -> the tone digits of espeak's cmn phoneme table (Chao numbers).
 _CMN_TONE_DIGITS = {1: "55", 2: "35", 3: "214", 4: "51", 5: "11"}

@@ -4,9 +4,11 @@ Pitch is written in Chao tone letters: level 1 (low) to 5 (high). Each syllable
 gets the targets of its tone, spread over its voiced frames:
 
 * Mandarin (Chao 1930; Xu 1997): tone 1 ``55``, tone 2 ``35``, tone 3 ``214``
-  phrase-finally and the half-third ``21`` elsewhere, tone 4 ``51`` (``53`` before
+  phrase-finally and the half-third ``21`` elsewhere, tone 4 ``51`` (``52`` before
   another syllable), neutral tone a short level set by the preceding tone
-  (after 1: 2, after 2: 3, after 3: 4, after 4: 1).
+  (after 1: 2, after 2: 3, after 3: 4, after 4: 1). As measured in connected
+  speech, the bottom of tone 3 is the lowest pitch of all tones (0.8 here) and a
+  final tone 4 ends a little above it (1.4); a final tone 3 rises back only to 3.5.
 * Cantonese: 1 ``55``, 2 ``25``, 3 ``33``, 4 ``21``, 5 ``23``, 6 ``22``.
 * English: a rise-fall on accented words, a final fall (or a rise before "?").
 
@@ -31,6 +33,9 @@ LEVEL_STEP = 0.8
 DECLINATION_PER_S, DECLINATION_MAX = 0.3, 0.9
 #: Smoothing window for the level contour, frames (5 ms each).
 SMOOTH_FRAMES = 7
+#: Per-syllable random pitch offset (Chao levels, standard deviation) drawn from the
+#: request's seed: the seed picks a slightly different take, and the same seed the same one.
+TAKE_JITTER_LEVELS = 0.15
 #: Output F0 limits, Hz.
 F0_MIN_HZ, F0_MAX_HZ = 50.0, 700.0
 
@@ -85,9 +90,9 @@ def tone_targets(unit: Unit, prev: Unit | None) -> tuple[float, ...]:
     """Chao-level targets of one unit, spread evenly over its voiced frames."""
     if unit.lang == "zh":
         if unit.tone == 3:
-            targets: tuple[float, ...] = (2.0, 1.0, 4.0) if unit.phrase_end else (2.0, 1.0)
+            targets: tuple[float, ...] = (2.0, 0.8, 3.5) if unit.phrase_end else (2.0, 1.0)
         elif unit.tone == 4:
-            targets = (5.0, 1.0) if unit.phrase_end else (5.0, 2.0)
+            targets = (5.0, 1.4) if unit.phrase_end else (5.0, 2.2)
         elif unit.tone == 5:
             level = _NEUTRAL_AFTER.get(prev.tone if prev is not None and prev.lang == "zh" else 0, 2.0)
             targets = (level, level - 0.3)
@@ -110,17 +115,19 @@ def tone_targets(unit: Unit, prev: Unit | None) -> tuple[float, ...]:
     return targets
 
 
-def level_contour(units: list[Unit], times_s: np.ndarray, voiced: np.ndarray) -> np.ndarray:
+def level_contour(units: list[Unit], times_s: np.ndarray, voiced: np.ndarray, seed: int = 0) -> np.ndarray:
     """Chao-level contour per frame (smoothed, declination applied), shape ``(n,)``.
 
     Unvoiced frames carry interpolated values (they are zeroed in :func:`f0_contour`).
+    ``seed`` draws the per-syllable offsets of :data:`TAKE_JITTER_LEVELS`.
     """
     n = len(times_s)
+    jitter = np.random.default_rng(seed & 0xFFFFFFFF).normal(0.0, TAKE_JITTER_LEVELS, len(units))
     level = np.full(n, np.nan)
     phrase_start_s = 0.0
     prev: Unit | None = None
     new_phrase = True
-    for unit in units:
+    for k, unit in enumerate(units):
         if new_phrase:
             phrase_start_s = unit.start_s
             new_phrase = False
@@ -134,7 +141,7 @@ def level_contour(units: list[Unit], times_s: np.ndarray, voiced: np.ndarray) ->
                 anchors = np.linspace(0.1, 0.9, len(targets))
                 level[idx] = np.interp(pos, anchors, targets)
             decl = np.minimum(DECLINATION_PER_S * (times_s[idx] - phrase_start_s), DECLINATION_MAX)
-            level[idx] -= decl
+            level[idx] -= decl - jitter[k]
         prev = unit
         if unit.phrase_end:
             new_phrase = True
@@ -157,6 +164,7 @@ def f0_contour(
     log_f0_mean: float,
     log_f0_spread: float,
     style: Style,
+    seed: int = 0,
 ) -> np.ndarray:
     """F0 per frame in Hz (0 on unvoiced frames), scaled to the prompt's pitch.
 
@@ -167,11 +175,12 @@ def f0_contour(
         log_f0_mean: the prompt's mean natural-log F0.
         log_f0_spread: the prompt's robust log-F0 standard deviation.
         style: emotion/speed/volume prosody.
+        seed: the request's seed (picks the take, see :data:`TAKE_JITTER_LEVELS`).
 
     Returns:
         float64 array, shape ``(n,)``.
     """
-    level = level_contour(units, times_s, voiced)
+    level = level_contour(units, times_s, voiced, seed)
     log_f0 = log_f0_mean + style.f0_shift + (level - 3.0) * LEVEL_STEP * log_f0_spread * style.range_scale
     f0 = np.clip(np.exp(log_f0), F0_MIN_HZ, F0_MAX_HZ)
     f0[~voiced] = 0.0

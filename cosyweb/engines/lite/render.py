@@ -185,7 +185,7 @@ def render(
 
     Args:
         segment: from the text front end.
-        variant: espeak voice variant suffix, ``""`` or e.g. ``"+f2"``.
+        variant: espeak voice variant, ``""`` or e.g. ``"f3"``.
         rate_factor: speaking-rate factor relative to :data:`BASE_RATE_WPM`.
         pause_factor: multiplies every pause length.
         seed: espeak noise seed; run ``i`` uses ``seed + i``.
@@ -211,7 +211,8 @@ def render(
                 pos += len(it.text) + 1
             audio = espeak.synthesize(
                 " ".join(texts),
-                ESPEAK_VOICES[run.lang] + variant,
+                ESPEAK_VOICES[run.lang],
+                variant,
                 rate_wpm=int(round(BASE_RATE_WPM[run.lang] * rate_factor)),
                 seed=seed + i,
                 const_f0_hz=const_f0_hz,

@@ -87,6 +87,27 @@ def frame_times(n_samples: int, sample_rate: int) -> np.ndarray:
     return np.arange(n) * (FRAME_PERIOD_MS / 1000.0)
 
 
+def active_frames(x: np.ndarray, sample_rate: int, times_s: np.ndarray, range_db: float = 30.0) -> np.ndarray:
+    """Frames whose 20 ms energy is within ``range_db`` of the loudest 5% (speech, not silence).
+
+    Args:
+        x: float mono waveform.
+        sample_rate: Hz.
+        times_s: frame centres, shape ``(n,)``.
+        range_db: how far below the 95th energy percentile a frame may be.
+
+    Returns:
+        bool array, shape ``(n,)``.
+    """
+    half = int(0.01 * sample_rate)
+    c = np.concatenate([[0.0], np.cumsum(np.asarray(x, dtype=np.float64) ** 2)])
+    centres = np.clip(np.round(times_s * sample_rate).astype(np.int64), 0, len(x))
+    lo = np.clip(centres - half, 0, len(x))
+    hi = np.clip(centres + half, 0, len(x))
+    e_db = 10 * np.log10(np.maximum((c[hi] - c[lo]) / np.maximum(hi - lo, 1), 1e-12))
+    return e_db > np.percentile(e_db, 95) - range_db if len(e_db) else np.zeros(0, bool)
+
+
 def periodicity(x: np.ndarray, sample_rate: int, times_s: np.ndarray, period_samples: int) -> np.ndarray:
     """Normalised autocorrelation at a known pitch period, per frame.
 

@@ -1,0 +1,438 @@
+/* cosyweb low-latency player.
+ *
+ * On 生成 (#cw-generate), when the "low-latency player" box is ticked, the browser supports
+ * AudioContext + fetch streaming, and the uploaded prompt is registered (hidden #cw-prompt-id),
+ * this script takes the click from Gradio (capture-phase listener) and:
+ *   1. POSTs the request to /api/v1/tts/stream (JSON, prompt_id: the voice profile was
+ *      prepared server-side at upload time);
+ *   2. reads the body with fetch() + ReadableStream (raw little-endian PCM16 mono, the sample
+ *      rate in X-Sample-Rate), converts it to Float32 and schedules AudioBuffers on one
+ *      AudioContext back to back (integer-frame play-head, so seams are sample-exact);
+ *   3. guards every buffer end with a 5 ms fade-out on a master gain, cancelled when the next
+ *      buffer arrives in time, so an underrun fades out instead of clicking; after an underrun
+ *      the play-head restarts slightly ahead with a 5 ms fade-in and the underrun is counted;
+ *   4. keeps the received PCM and offers it as a wav download (the engine's sample rate,
+ *      PCM16: the same samples as the server's file, lossless).
+ * Busy (503/429) and bad input (422) come back as JSON before the stream starts; the
+ * bilingual message is shown at once, session language first. The stop button aborts the
+ * fetch, which cancels the job server-side. Otherwise the click goes on to Gradio's streaming
+ * gr.Audio (the fallback).
+ *
+ * Timeline (window.cosywebPlayer.stats, performance.now() ms): t_click (the click event's
+ * timeStamp), t_request, t_headers, t_first_byte, t_first_scheduled, first_sound_at (the
+ * performance time the first sample reaches the output, mapped from the AudioContext clock
+ * with getOutputTimestamp()), click_to_sound_ms, underruns, n_buffers, n_samples, done...
+ * Each finished run is appended to window.cosywebPlayer.runs; a CustomEvent
+ * "cosyweb-player" ({detail: {type, stats}}) fires on window for: start, response, playing,
+ * underrun, done, busy, error, stopped.
+ */
+(() => {
+  "use strict";
+  if (window.cosywebPlayer) return;
+  const CFG = window.cosywebPlayerConfig || {};
+  const STR = CFG.strings || {};
+  const API = (CFG.apiBase || "/api/v1").replace(/\/$/, "");
+  const FADE_S = 0.005;        // fade length at stream start/end and around underruns
+  const START_LEAD_S = 0.01;   // first buffer starts this far ahead of the context clock
+  const RESTART_LEAD_S = 0.05; // after an underrun, restart this far ahead
+  const LATE_MARGIN_S = 0.003; // a buffer arriving later than (play-head - fade - margin) is an underrun
+  const POLL_MS = 1000;        // queue-position poll while no audio has arrived
+
+  const $ = (sel) => document.querySelector(sel);
+  const lang = () => (player.lang === "en" ? "en" : "zh");
+  function t(key, vars) {
+    const pair = STR[key] || [key, key];
+    let s = lang() === "en" ? pair[1] : pair[0];
+    for (const [k, v] of Object.entries(vars || {})) s = s.split("{" + k + "}").join(String(v));
+    return s;
+  }
+  /** "<session language> / <other>" of a {zh, en} error body, like cosyweb.ui.i18n.bilingual. */
+  function bilingual(err) {
+    const first = lang() === "en" ? err.en : err.zh;
+    const second = lang() === "en" ? err.zh : err.en;
+    return first === second || !second ? first : first + " / " + second;
+  }
+
+  // A per-browser client id for the server's per-client limit (the server sets an httponly
+  // cookie of the same name after the first request; until then several pages on one address
+  // would count as one client). A write over an existing httponly cookie is ignored.
+  if (!/(^|;\s*)cosyweb_client=/.test(document.cookie)) {
+    const rnd = Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.toString(16).padStart(2, "0")).join("");
+    document.cookie = "cosyweb_client=" + rnd + "; path=/; max-age=2592000; SameSite=Lax";
+  }
+
+  const supported = () =>
+    typeof (window.AudioContext || window.webkitAudioContext) === "function" &&
+    typeof window.ReadableStream === "function" && typeof window.fetch === "function" &&
+    typeof window.AbortController === "function";
+
+  const player = {
+    lang: "zh",
+    ctx: null,
+    gain: null,
+    stats: null,
+    runs: [],
+    active: null,
+    supported,
+    enabled() {
+      const box = $("#cw-use-player input[type=checkbox]");
+      return !!box && box.checked && supported();
+    },
+    run, stop, ensureContext, perfAtContextTime,
+  };
+  window.cosywebPlayer = player;
+
+  // --- AudioContext --------------------------------------------------------------------------
+  /** The shared AudioContext at `sampleRate` Hz (created in a user gesture, then kept). */
+  function ensureContext(sampleRate) {
+    const AC = window.AudioContext || window.webkitAudioContext;
+    sampleRate = sampleRate || CFG.sampleRate || undefined;
+    if (player.ctx && sampleRate && player.ctx.sampleRate !== sampleRate) {
+      player.ctx.close();
+      player.ctx = null;
+    }
+    if (!player.ctx) {
+      try {
+        player.ctx = new AC({ latencyHint: "interactive", sampleRate });
+      } catch (e) { // a browser without free sample rates: it resamples each buffer
+        player.ctx = new AC({ latencyHint: "interactive" });
+      }
+      player.gain = player.ctx.createGain();
+      player.gain.connect(player.ctx.destination);
+    }
+    if (player.ctx.state === "suspended") player.ctx.resume();
+    return player.ctx;
+  }
+
+  /** performance.now() time at which context time `ct` (s) reaches the speakers. */
+  function perfAtContextTime(ct) {
+    const ctx = player.ctx;
+    const ts = ctx.getOutputTimestamp ? ctx.getOutputTimestamp() : null;
+    if (ts && ts.performanceTime > 0) return ts.performanceTime + (ct - ts.contextTime) * 1000;
+    const lat = (ctx.baseLatency || 0) + (ctx.outputLatency || 0);
+    return performance.now() + (ct - ctx.currentTime + lat) * 1000;
+  }
+
+  // --- panel ---------------------------------------------------------------------------------
+  function panel() {
+    const root = $("#cw-player");
+    if (!root) return null;
+    let box = root.querySelector(".cw-player-box");
+    if (!box) {
+      box = document.createElement("div");
+      box.className = "cw-player-box";
+      box.innerHTML = '<div class="cw-player-status" id="cw-player-status" role="status" aria-live="polite"></div>' +
+        '<a class="cw-player-download" id="cw-player-download" hidden></a>';
+      root.appendChild(box);
+    }
+    return box;
+  }
+  function show(kind, text) {
+    const box = panel();
+    if (!box) return;
+    const el = box.querySelector(".cw-player-status");
+    el.dataset.kind = kind;
+    el.textContent = text;
+  }
+  function offerDownload(blob, jobId) {
+    const a = panel() && panel().querySelector(".cw-player-download");
+    if (!a) return;
+    if (a.href && a.href.startsWith("blob:")) URL.revokeObjectURL(a.href);
+    a.href = URL.createObjectURL(blob);
+    a.download = "cosyweb-" + (jobId || "result") + ".wav";
+    a.textContent = "⇣ " + t("download") + " (" + (blob.size / 1024).toFixed(1) + " KB)";
+    a.hidden = false;
+  }
+  function hideDownload() {
+    const a = panel() && panel().querySelector(".cw-player-download");
+    if (a) a.hidden = true;
+  }
+
+  function emit(type) {
+    window.dispatchEvent(new CustomEvent("cosyweb-player", { detail: { type, stats: player.stats } }));
+  }
+
+  // --- wav -----------------------------------------------------------------------------------
+  /** A PCM16 mono WAV blob of the received Int16Array pieces at `sr` Hz. */
+  function wavBlob(pieces, sr) {
+    const n = pieces.reduce((a, p) => a + p.length, 0);
+    const h = new DataView(new ArrayBuffer(44));
+    const str = (o, s) => { for (let i = 0; i < 4; i++) h.setUint8(o + i, s.charCodeAt(i)); };
+    str(0, "RIFF"); h.setUint32(4, 36 + 2 * n, true); str(8, "WAVE");
+    str(12, "fmt "); h.setUint32(16, 16, true); h.setUint16(20, 1, true); h.setUint16(22, 1, true);
+    h.setUint32(24, sr, true); h.setUint32(28, 2 * sr, true); h.setUint16(32, 2, true); h.setUint16(34, 16, true);
+    str(36, "data"); h.setUint32(40, 2 * n, true);
+    return new Blob([h.buffer, ...pieces], { type: "audio/wav" });
+  }
+
+  // --- scheduling ----------------------------------------------------------------------------
+  /** Schedule `f32` (Float32Array at `sr` Hz) right after what is already scheduled. */
+  function schedule(run, f32, sr) {
+    const ctx = player.ctx, g = player.gain.gain, st = run.stats;
+    const rate = ctx.sampleRate;
+    const now = ctx.currentTime;
+    const buf = ctx.createBuffer(1, f32.length, sr);
+    buf.copyToChannel(f32, 0);
+    let startFrame = run.playHeadFrame;
+    const first = startFrame === null;
+    const late = !first && now + LATE_MARGIN_S >= startFrame / rate - FADE_S;
+    if (first || late) {
+      startFrame = Math.ceil((now + (first ? START_LEAD_S : RESTART_LEAD_S)) * rate);
+      const t0 = startFrame / rate;
+      g.cancelScheduledValues(now);
+      g.setValueAtTime(0, t0);
+      g.linearRampToValueAtTime(1, t0 + FADE_S);
+      run.fadeInEnd = t0 + FADE_S;
+      if (late) {
+        st.underruns += 1;
+        st.underrun_at.push(performance.now());
+        emit("underrun");
+      }
+    } else {
+      // Continuation in time: drop the previous buffer's guard fade-out (never the fade-in).
+      g.cancelScheduledValues(Math.max(startFrame / rate - FADE_S, run.fadeInEnd + 0.5 / rate));
+    }
+    const src = ctx.createBufferSource();
+    src.buffer = buf;
+    src.connect(player.gain);
+    const startS = startFrame / rate;
+    src.start(startS);
+    run.sources.push(src);
+    src.onended = () => { run.sources = run.sources.filter((s) => s !== src); };
+    const endFrame = startFrame + Math.round(buf.duration * rate);
+    const endS = endFrame / rate;
+    g.setValueAtTime(1, Math.max(run.fadeInEnd + 1 / rate, endS - FADE_S)); // guard: fade out at the end
+    g.linearRampToValueAtTime(0, endS);
+    run.playHeadFrame = endFrame;
+    run.endS = endS;
+    st.n_buffers += 1;
+    if (first) {
+      st.t_first_scheduled = performance.now();
+      st.first_start_ctx_s = startS;
+      st.first_sound_at = perfAtContextTime(startS);
+      st.click_to_sound_ms = st.first_sound_at - st.t_click;
+      // Re-read the clock mapping once the sample should be out, and tell listeners.
+      const wait = Math.max(0, st.first_sound_at - performance.now());
+      setTimeout(() => {
+        if (player.active !== run) return;
+        st.first_sound_at = perfAtContextTime(startS);
+        st.click_to_sound_ms = st.first_sound_at - st.t_click;
+        st.playing = ctx.currentTime >= startS;
+        show("playing", t("playing"));
+        emit("playing");
+      }, wait + 5);
+    }
+  }
+
+  // --- one run -------------------------------------------------------------------------------
+  function newStats(tClick) {
+    return {
+      t_click: tClick, t_request: null, t_headers: null, t_first_byte: null, t_first_scheduled: null,
+      first_start_ctx_s: null, first_sound_at: null, click_to_sound_ms: null, playing: false,
+      t_done: null, playback_end_at: null, underruns: 0, underrun_at: [], n_buffers: 0, n_bytes: 0,
+      n_samples: 0, sample_rate: null, job_id: null, http_status: null, status: "starting",
+      error: null, queue_position: null, result: null,
+    };
+  }
+
+  /** Start a run. `args` are the Gradio input values: [lang, prompt_id, prompt_text, text, mode,
+   *  dialect, emotion, speed, volume, seed, instruct_text, language]. Returns [] at once. */
+  function run(args) {
+    const [lg, promptId, promptText, text, mode, dialect, emotion, speed, volume, seed, instruct, language] = args;
+    player.lang = lg === "en" ? "en" : "zh";
+    const tClick = player.pendingClick || performance.now();
+    player.pendingClick = null;
+    if (player.active) stop("restart");
+    const r = { stats: newStats(tClick), abort: new AbortController(), sources: [], playHeadFrame: null, endS: 0, pieces: [] };
+    player.active = r;
+    player.stats = r.stats;
+    hideDownload();
+    const body = {
+      prompt_id: promptId || "", prompt_text: promptText || "", text: text || "", mode, dialect, emotion,
+      speed, volume, seed: seed === null || seed === undefined ? 0 : seed, instruct_text: instruct || "",
+      language: language || "auto", format: "pcm",
+    };
+    show("info", t("connecting"));
+    emit("start");
+    stream(r, body).catch((e) => fail(r, "error", String(e && e.message || e)));
+    return [];
+  }
+
+  async function stream(r, body) {
+    const st = r.stats;
+    ensureContext();
+    st.t_request = performance.now();
+    let resp;
+    try {
+      resp = await fetch(API + "/tts/stream", {
+        method: "POST", body: JSON.stringify(body), signal: r.abort.signal,
+        headers: { "Content-Type": "application/json" }, credentials: "same-origin", cache: "no-store",
+      });
+    } catch (e) {
+      if (r.abort.signal.aborted) return;
+      return fail(r, "error", t("network_error"));
+    }
+    st.t_headers = performance.now();
+    st.http_status = resp.status;
+    if (!resp.ok) {
+      let err = null;
+      try { err = (await resp.json()).error; } catch (e) { /* not JSON */ }
+      const kind = resp.status === 503 || resp.status === 429 ? "busy" : "error";
+      return fail(r, kind, err ? bilingual(err) : t("http_error", { status: resp.status }));
+    }
+    const sr = parseInt(resp.headers.get("X-Sample-Rate") || "0", 10) || CFG.sampleRate;
+    st.sample_rate = sr;
+    st.job_id = resp.headers.get("X-Cosyweb-Job-Id");
+    st.queue_position = parseInt(resp.headers.get("X-Cosyweb-Queue-Position") || "0", 10);
+    ensureContext(sr);
+    emit("response");
+    if (st.queue_position > 0) { show("queued", t("queued", { position: st.queue_position })); pollQueue(r); }
+    const reader = resp.body.getReader();
+    let carry = null; // odd trailing byte of the previous read
+    for (;;) {
+      let res;
+      try {
+        res = await reader.read();
+      } catch (e) {
+        if (r.abort.signal.aborted) return;
+        return failFromJob(r);
+      }
+      if (res.done) break;
+      let bytes = res.value;
+      if (!bytes || !bytes.length) continue;
+      if (st.t_first_byte === null) st.t_first_byte = performance.now();
+      st.n_bytes += bytes.length;
+      if (carry !== null) {
+        const joined = new Uint8Array(bytes.length + 1);
+        joined[0] = carry; joined.set(bytes, 1); bytes = joined; carry = null;
+      }
+      if (bytes.length % 2) { carry = bytes[bytes.length - 1]; bytes = bytes.subarray(0, bytes.length - 1); }
+      if (!bytes.length) continue;
+      const i16 = new Int16Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
+      r.pieces.push(i16);
+      const f32 = new Float32Array(i16.length);
+      for (let i = 0; i < i16.length; i++) f32[i] = i16[i] / 32768;
+      st.n_samples += i16.length;
+      if (player.active !== r) return;
+      schedule(r, f32, sr);
+    }
+    if (player.active !== r) return;
+    st.t_done = performance.now();
+    st.playback_end_at = player.ctx ? perfAtContextTime(r.endS) : null;
+    st.status = "done";
+    offerDownload(wavBlob(r.pieces, sr), st.job_id);
+    const result = await jobInfo(st.job_id);
+    st.result = result && result.result || null;
+    show("done", doneLine(st));
+    emit("done");
+    player.runs.push(st);
+  }
+
+  function doneLine(st) {
+    const audioS = st.sample_rate ? st.n_samples / st.sample_rate : 0;
+    const res = st.result || {};
+    return t("done", {
+      click_to_sound_ms: st.click_to_sound_ms === null ? "—" : Math.round(st.click_to_sound_ms),
+      first_chunk_ms: res.first_chunk_ms === undefined ? "—" : Math.round(res.first_chunk_ms),
+      audio_s: audioS.toFixed(2),
+      rtf: res.rtf === undefined ? "—" : Number(res.rtf).toFixed(3),
+      underruns: st.underruns,
+    });
+  }
+
+  async function jobInfo(jobId) {
+    if (!jobId) return null;
+    try {
+      const resp = await fetch(API + "/jobs/" + encodeURIComponent(jobId), { credentials: "same-origin", cache: "no-store" });
+      return resp.ok ? await resp.json() : null;
+    } catch (e) {
+      return null;
+    }
+  }
+
+  async function pollQueue(r) {
+    while (player.active === r && r.stats.t_first_byte === null && r.stats.status === "starting") {
+      await new Promise((ok) => setTimeout(ok, POLL_MS));
+      if (player.active !== r || r.stats.t_first_byte !== null) return;
+      const info = await jobInfo(r.stats.job_id);
+      if (info && info.position) show("queued", t("queued", { position: info.position }));
+      else if (info && info.status === "running") show("info", t("generating"));
+    }
+  }
+
+  async function failFromJob(r) {
+    const info = await jobInfo(r.stats.job_id);
+    const err = info && info.error;
+    fail(r, "error", err ? bilingual(err) : t("stream_broken"));
+  }
+
+  function fail(r, kind, message) {
+    if (player.active !== r) return;
+    r.stats.status = kind;
+    r.stats.error = message;
+    r.stats.t_done = performance.now();
+    show(kind, (kind === "busy" || kind === "error" ? "✗ " : "") + message);
+    emit(kind);
+    player.runs.push(r.stats);
+    player.active = null;
+    silence(r);
+  }
+
+  function silence(r) {
+    for (const s of r.sources) { try { s.stop(); } catch (e) { /* not started */ } }
+    r.sources = [];
+    if (player.gain && player.ctx) {
+      const g = player.gain.gain, now = player.ctx.currentTime;
+      g.cancelScheduledValues(now);
+      g.setValueAtTime(g.value, now);
+      g.linearRampToValueAtTime(0, now + FADE_S);
+    }
+  }
+
+  /** Stop the current run: abort the fetch (the server cancels the job) and silence it. */
+  function stop(reason) {
+    const r = player.active;
+    if (!r) return false;
+    player.active = null;
+    r.abort.abort();
+    silence(r);
+    r.stats.status = "stopped";
+    r.stats.t_done = performance.now();
+    if (reason !== "restart") { show("info", t("stopped")); emit("stopped"); }
+    player.runs.push(r.stats);
+    return true;
+  }
+
+  // --- taking the click ----------------------------------------------------------------------
+  document.addEventListener("change", (e) => {
+    const input = e.target;
+    if (input && input.closest && input.closest("#cw-lang") && input.checked) player.lang = input.value === "en" ? "en" : "zh";
+  }, true);
+  const warm = () => { if (player.enabled()) ensureContext(); };
+  document.addEventListener("pointerdown", (e) => {
+    if (e.target.closest && e.target.closest("#cw-generate")) warm();
+  }, true);
+  document.addEventListener("click", (e) => {
+    const target = e.target.closest ? e.target : null;
+    if (!target) return;
+    if (target.closest("#cw-stop")) { stop("stop"); return; }
+    if (!target.closest("#cw-generate")) return;
+    const pid = $("#cw-prompt-id textarea, #cw-prompt-id input");
+    // Use the player only when a prompt is registered; otherwise Gradio's path decodes the
+    // upload itself or says what is missing.
+    if (!player.enabled() || (pid && !pid.value)) { // Gradio's streaming gr.Audio takes it
+      player.lastRoute = "gradio";
+      if (player.active) stop("restart");
+      show("", "");
+      hideDownload();
+      return;
+    }
+    e.stopPropagation();
+    e.preventDefault();
+    player.lastRoute = "player";
+    player.pendingClick = e.timeStamp || performance.now();
+    ensureContext(); // inside the gesture: allowed to start audio
+    const go = $("#cw-player-go");
+    if (go) go.click(); // a Gradio JS-only event that hands the inputs' values to run()
+  }, true);
+})();
