@@ -207,6 +207,7 @@ def main() -> int:
     p.add_argument("--concurrency", type=int, help="server --concurrency (when starting the app)")
     p.add_argument("--max-active-jobs", type=int, help="server max_active_jobs (when starting the app)")
     p.add_argument("--max-queue", type=int, help="server --max-queue (when starting the app)")
+    p.add_argument("--first-chunk-lane", type=int, help="server first_chunk_lane (when starting the app)")
     p.add_argument("--capacity", type=int, help="clients at 1x (default: the server's concurrency)")
     p.add_argument("--multipliers", default="1,2,4", help="load levels as multiples of the capacity")
     p.add_argument("--duration-s", type=float, default=40.0, help="seconds per level")
@@ -223,13 +224,16 @@ def main() -> int:
         cli += ["--max-queue", str(args.max_queue)]
     if args.max_active_jobs:
         env["COSYWEB_MAX_ACTIVE_JOBS"] = str(args.max_active_jobs)
+    if args.first_chunk_lane is not None:
+        env["COSYWEB_FIRST_CHUNK_LANE"] = str(args.first_chunk_lane)
     server = AppServer(tuple(cli), env, url=args.url)
     try:
         server.wait_ready()
         st = server.stats()
         capacity = args.capacity or int(st["concurrency"])
         print(f"engine {st['engine']}: concurrency {st['concurrency']}, max_active_jobs {st['max_active_jobs']}, "
-              f"max_queue {st['max_queue']}, max_batch {st['max_batch']}; capacity (1x) = {capacity} clients")
+              f"max_queue {st['max_queue']}, max_batch {st['max_batch']}, first_chunk_lane {st.get('first_chunk_lane')}; "
+              f"capacity (1x) = {capacity} clients")
         prompts = real_prompts()
         prompt_ids = []
         with httpx.Client() as c:

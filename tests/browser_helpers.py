@@ -122,12 +122,16 @@ def prompt_id(page: Any) -> str:
 
 
 def upload_prompt(page: Any, path: Path, timeout_s: float = 60.0) -> str:
-    """Upload ``path`` as the prompt and wait until it is previewed and registered; its id."""
-    before = prompt_id(page)
+    """Upload ``path`` as the prompt (clearing the previous one first) and wait until it is
+    previewed and registered; its id."""
+    clear = page.locator("#cw-prompt-audio button[aria-label='清除'], #cw-prompt-audio button[aria-label='Clear']")
+    if clear.count():
+        clear.first.click()
+        page.wait_for_selector("#cw-prompt-audio input[type=file]", state="attached")
+        page.wait_for_function("() => !(document.querySelector('#cw-prompt-id textarea, #cw-prompt-id input') || {}).value")
     page.set_input_files("#cw-prompt-audio input[type=file]", str(path))
-    page.wait_for_function(
-        "(old) => { const e = document.querySelector('#cw-prompt-id textarea, #cw-prompt-id input');"
-        " return e && e.value && e.value !== old; }", arg=before, timeout=timeout_s * 1000)
+    page.wait_for_function("() => !!(document.querySelector('#cw-prompt-id textarea, #cw-prompt-id input') || {}).value",
+                           timeout=timeout_s * 1000)
     return prompt_id(page)
 
 

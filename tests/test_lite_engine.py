@@ -256,3 +256,22 @@ def test_foreign_voice_data_fails_the_job_with_an_engine_error(engine, male):
     bogus = Voice(key="x", prompt=male.prompt, data={"not": "a lite profile"})
     with pytest.raises(EngineError):
         list(engine.synthesize(bogus, pinyin_segment("ni3 hao3"), SynthesisOptions()))
+
+
+def test_phrase_final_units_are_lengthened_in_the_frame_domain():
+    from cosyweb.engines.lite.adapt import Frames
+    from cosyweb.engines.lite.durations import FINAL_LENGTHENING, lengthen_phrase_ends
+    from cosyweb.engines.lite.render import Unit
+
+    n = 200  # 1 s of 5 ms frames
+    times = np.arange(n) * 0.005
+    log_sp = np.tile(np.arange(n, dtype=np.float64)[:, None], (1, 4))  # each frame remembers its index
+    frames = Frames(times_s=times, voiced=np.ones(n, bool), active=np.ones(n, bool), log_sp=log_sp)
+    units = [Unit("zh", 1, False, 0.0, 0.5), Unit("zh", 4, False, 0.5, 0.8, phrase_end=True)]
+    out, new_units = lengthen_phrase_ends(frames, units)
+    final_s = new_units[1].end_s - new_units[1].start_s
+    assert abs(final_s - 0.3 * FINAL_LENGTHENING) < 0.011
+    assert abs(new_units[0].end_s - 0.5) < 0.006 and abs(new_units[0].start_s) < 1e-9
+    assert abs(len(out.times_s) - (n + 60 * (FINAL_LENGTHENING - 1))) <= 1
+    assert np.allclose(np.diff(out.times_s), 0.005)
+    assert np.all(np.diff(out.log_sp[:, 0]) >= -1e-9) and np.isclose(out.log_sp[-1, 0], n - 1)  # monotonic re-timing

@@ -392,7 +392,7 @@ class TTSService:
         """A JSON-friendly snapshot for the UI status panel and ``/stats``.
 
         Keys: engine, ready, healthy, queue_depth, queued_audio_s, active_jobs, concurrency,
-        max_active_jobs, max_queue, max_batch, sample_rate, median_first_chunk_ms (recent window,
+        max_active_jobs, max_queue, max_batch, first_chunk_lane, sample_rate, median_first_chunk_ms (recent window,
         None before the first job), admitted, refused, completed, failed, cancelled, timeout,
         voices_cached, prompts_registered, prewarms_pending.
         """
@@ -415,6 +415,7 @@ class TTSService:
             "max_active_jobs": core.max_active_jobs,
             "max_queue": self.settings.max_queue,
             "max_batch": core.max_batch,
+            "first_chunk_lane": core.first_lane,
             "sample_rate": core.sample_rate,
             "median_first_chunk_ms": round(median_ms, 1) if median_ms is not None else None,
             "voices_cached": len(core.voices),

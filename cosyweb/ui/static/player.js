@@ -19,7 +19,8 @@
  * gr.Audio (the fallback).
  *
  * Timeline (window.cosywebPlayer.stats, performance.now() ms): t_click (the click event's
- * timeStamp), t_request, t_headers, t_first_byte, t_first_scheduled, first_sound_at (the
+ * timeStamp), t_handler (our click listener runs), t_run (Gradio has handed over the inputs'
+ * values), t_request, t_headers, t_first_byte, t_first_scheduled, first_sound_at (the
  * performance time the first sample reaches the output, mapped from the AudioContext clock
  * with getOutputTimestamp()), click_to_sound_ms, underruns, n_buffers, n_samples, done...
  * Each finished run is appended to window.cosywebPlayer.runs; a CustomEvent
@@ -225,9 +226,10 @@
   }
 
   // --- one run -------------------------------------------------------------------------------
-  function newStats(tClick) {
+  function newStats(click) {
     return {
-      t_click: tClick, t_request: null, t_headers: null, t_first_byte: null, t_first_scheduled: null,
+      t_click: click.t_click, t_handler: click.t_handler, t_run: performance.now(), t_request: null,
+      t_headers: null, t_first_byte: null, t_first_scheduled: null,
       first_start_ctx_s: null, first_sound_at: null, click_to_sound_ms: null, playing: false,
       t_done: null, playback_end_at: null, underruns: 0, underrun_at: [], n_buffers: 0, n_bytes: 0,
       n_samples: 0, sample_rate: null, job_id: null, http_status: null, status: "starting",
@@ -240,10 +242,10 @@
   function run(args) {
     const [lg, promptId, promptText, text, mode, dialect, emotion, speed, volume, seed, instruct, language] = args;
     player.lang = lg === "en" ? "en" : "zh";
-    const tClick = player.pendingClick || performance.now();
+    const click = player.pendingClick || { t_click: performance.now(), t_handler: null };
     player.pendingClick = null;
     if (player.active) stop("restart");
-    const r = { stats: newStats(tClick), abort: new AbortController(), sources: [], playHeadFrame: null, endS: 0, pieces: [] };
+    const r = { stats: newStats(click), abort: new AbortController(), sources: [], playHeadFrame: null, endS: 0, pieces: [] };
     player.active = r;
     player.stats = r.stats;
     hideDownload();
@@ -321,7 +323,11 @@
     st.playback_end_at = player.ctx ? perfAtContextTime(r.endS) : null;
     st.status = "done";
     offerDownload(wavBlob(r.pieces, sr), st.job_id);
-    const result = await jobInfo(st.job_id);
+    let result = null; // the job summary is recorded as the response ends: retry briefly
+    for (let i = 0; i < 5 && !(result && result.result); i++) {
+      if (i) await new Promise((ok) => setTimeout(ok, 100));
+      result = await jobInfo(st.job_id);
+    }
     st.result = result && result.result || null;
     show("done", doneLine(st));
     emit("done");
@@ -430,7 +436,7 @@
     e.stopPropagation();
     e.preventDefault();
     player.lastRoute = "player";
-    player.pendingClick = e.timeStamp || performance.now();
+    player.pendingClick = { t_click: e.timeStamp || performance.now(), t_handler: performance.now() };
     ensureContext(); // inside the gesture: allowed to start audio
     const go = $("#cw-player-go");
     if (go) go.click(); // a Gradio JS-only event that hands the inputs' values to run()
