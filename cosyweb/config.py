@@ -47,7 +47,9 @@ class Settings(BaseSettings):
 
     # --- pipeline / admission ----------------------------------------------------
     concurrency: Optional[int] = Field(None, ge=1, description="Engine calls at once; default: the engine's own.")
-    max_active_jobs: Optional[int] = Field(None, ge=1, description="Jobs streaming at once; default: concurrency.")
+    max_active_jobs: Optional[int] = Field(
+        None, ge=1, description="Jobs streaming at once; default: 2 x concurrency x max batch (first-chunk priority)."
+    )
     max_queue: int = Field(8, ge=0, description="Admitted jobs that may wait for a slot; beyond this: busy.")
     max_queue_audio_s: float = Field(600.0, gt=0, description="Estimated audio seconds that may wait; beyond: busy.")
     per_client_jobs: int = Field(1, ge=1, description="Active jobs per browser session / API key.")

@@ -21,7 +21,7 @@ BUSY_TEXT = "系统繁忙，请稍后再试 / System busy, please try again late
 def test_queue_full_in_jobs_is_refused_with_bilingual_busy_and_estimates(service_factory):
     engine = FakeEngine()
     gate = engine.on("a", before=Gate("a")).before
-    svc = service_factory(engine, concurrency=1, max_queue=2)
+    svc = service_factory(engine, concurrency=1, max_active_jobs=1, max_queue=2)
     a = submit(svc, "a")
     assert gate.wait_reached()
     b, c = submit(svc, "b"), submit(svc, "c")
@@ -46,7 +46,7 @@ def test_queue_limit_counts_estimated_audio_seconds_not_requests(service_factory
     engine = FakeEngine()
     gate = engine.on("run", before=Gate()).before
     # 4.5 syllables per second: 27 syllables = 6 s, 4 syllables ~ 0.9 s
-    svc = service_factory(engine, concurrency=1, max_queue=10, max_queue_audio_s=10.0)
+    svc = service_factory(engine, concurrency=1, max_active_jobs=1, max_queue=10, max_queue_audio_s=10.0)
     submit(svc, "run")
     assert gate.wait_reached()
     long1 = submit(svc, "long1", syllables=[27])
@@ -61,10 +61,11 @@ def test_queue_limit_counts_estimated_audio_seconds_not_requests(service_factory
     assert svc.stats()["queued_audio_s"] == 0
 
 
-def test_burst_of_six_with_queue_one_concurrency_one(service_factory):
+@pytest.mark.parametrize("max_active_jobs, n_accepted", [(1, 2), (None, 3)])  # None: the default, 2 x concurrency
+def test_burst_of_six_with_queue_one_concurrency_one(service_factory, max_active_jobs, n_accepted):
     engine = FakeEngine()
     gate = engine.on("*", before=Gate("all")).before
-    svc = service_factory(engine, concurrency=1, max_queue=1)
+    svc = service_factory(engine, concurrency=1, max_active_jobs=max_active_jobs, max_queue=1)
     barrier = threading.Barrier(6)
     accepted, refused, other = [], [], []
 
@@ -83,20 +84,20 @@ def test_burst_of_six_with_queue_one_concurrency_one(service_factory):
     for t in threads:
         t.join()
     assert not other
-    assert len(accepted) == 2 and len(refused) == 4
+    assert len(accepted) == n_accepted and len(refused) == 6 - n_accepted
     assert all(str(e) == BUSY_TEXT for e in refused)
     gate.open()
     for job in accepted:
         job.result(timeout=10)
         assert job.status == "done"
     stats = svc.stats()
-    assert (stats["completed"], stats["refused"], stats["admitted"]) == (2, 4, 2)
+    assert (stats["completed"], stats["refused"], stats["admitted"]) == (n_accepted, 6 - n_accepted, n_accepted)
 
 
 def test_refusal_does_not_touch_the_engine_or_other_jobs(service_factory):
     engine = FakeEngine()
     gate = engine.on("*", before=Gate()).before
-    svc = service_factory(engine, concurrency=1, max_queue=1)
+    svc = service_factory(engine, concurrency=1, max_active_jobs=1, max_queue=1)
     running = submit(svc, "r")
     assert gate.wait_reached()  # the only worker is now inside an engine call, held
     queued = submit(svc, "q")
@@ -134,7 +135,7 @@ def test_per_client_limit(service_factory):
 def test_queue_positions_and_queued_events(service_factory):
     engine = FakeEngine()
     gate = engine.on("*", before=Gate()).before
-    svc = service_factory(engine, concurrency=1, max_queue=5)
+    svc = service_factory(engine, concurrency=1, max_active_jobs=1, max_queue=5)
     a = submit(svc, "a")
     assert gate.wait_reached()
     b, c, d = (submit(svc, t) for t in "bcd")
@@ -210,7 +211,7 @@ def test_not_started_service_refuses_busy():
 def test_precheck_refuses_early_without_admitting(service_factory):
     engine = FakeEngine()
     gate = engine.on("*", before=Gate()).before
-    svc = service_factory(engine, concurrency=1, max_queue=0, per_client_jobs=1)
+    svc = service_factory(engine, concurrency=1, max_active_jobs=1, max_queue=0, per_client_jobs=1)
     svc.precheck("x")  # free slot: passes, admits nothing
     assert svc.stats()["admitted"] == 0
     job = submit(svc, "a", client_id="x")

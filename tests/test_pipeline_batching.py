@@ -28,7 +28,7 @@ def _held_start(engine, svc):
 def test_collects_ready_segments_up_to_max_batch_and_routes_results(service_factory):
     engine = BatchingFakeEngine(max_batch=4)
     svc = service_factory(engine, concurrency=1, max_queue=8)
-    assert svc.max_batch == 4 and svc.max_active_jobs == 4  # concurrency x max_batch
+    assert svc.max_batch == 4 and svc.max_active_jobs == 8  # 2 x concurrency x max_batch
     first, gate = _held_start(engine, svc)
     jobs = [submit(svc, f"j{i}") for i in range(6)]
     gate.open()

@@ -29,7 +29,7 @@ def _kinds(job) -> list[str]:
 def test_cancel_while_queued(service_factory):
     engine = FakeEngine()
     gate = engine.on("a", before=Gate()).before
-    svc = service_factory(engine, concurrency=1, max_queue=3)
+    svc = service_factory(engine, concurrency=1, max_active_jobs=1, max_queue=3)
     a = submit(svc, "a")
     assert gate.wait_reached()
     b, c = submit(svc, "b"), submit(svc, "c")
@@ -74,7 +74,7 @@ def test_cancel_mid_stream_stops_at_the_next_chunk(service_factory):
     engine = FakeEngine(n_chunks=4)
     mid = Gate("after chunk 0")
     engine.on("a0", after={0: mid})
-    svc = service_factory(engine, concurrency=1, max_queue=2)
+    svc = service_factory(engine, concurrency=1, max_active_jobs=1, max_queue=2)
     a = submit(svc, "a0", "a1")
     b = submit(svc, "b0")
     assert mid.wait_reached()  # chunk 0 was streamed; the engine is producing chunk 1
@@ -101,7 +101,7 @@ def test_cancel_after_done_is_a_no_op(service_factory):
 def test_timeout_fails_the_job_and_frees_the_slot(service_factory):
     engine = FakeEngine()
     hang = engine.on("slow", before=Gate("hang")).before
-    svc = service_factory(engine, concurrency=1, max_queue=2)
+    svc = service_factory(engine, concurrency=1, max_active_jobs=1, max_queue=2)
     slow = submit(svc, "slow", timeout_s=0.05)
     nxt = submit(svc, "next")
     assert hang.wait_reached()
@@ -185,7 +185,7 @@ def test_watchdog_marks_unhealthy_while_a_call_is_stuck(service_factory):
 def test_shutdown_lets_running_jobs_finish_and_refuses_new(service_factory):
     engine = FakeEngine()
     gate = engine.on("run", before=Gate()).before
-    svc = service_factory(engine, concurrency=1, max_queue=3)
+    svc = service_factory(engine, concurrency=1, max_active_jobs=1, max_queue=3)
     running = submit(svc, "run", "run2")
     queued = submit(svc, "wait")
     assert gate.wait_reached()

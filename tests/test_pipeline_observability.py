@@ -22,7 +22,7 @@ def test_status_metrics_and_stats_after_a_few_jobs(service_factory):
     engine = FakeEngine(n_chunks=2, chunk_samples=800)  # 0.1 s of audio per segment at 16 kHz
     gate = engine.on("a", before=Gate()).before
     engine.on("boom", error=RuntimeError("x"))
-    svc = service_factory(engine, concurrency=1, max_queue=1)
+    svc = service_factory(engine, concurrency=1, max_active_jobs=1, max_queue=1)
     a = submit(svc, "a")
     assert gate.wait_reached()
     b = submit(svc, "b")

@@ -38,6 +38,8 @@ log = logging.getLogger("cosyweb.pipeline")
 
 #: Engine seconds per audio second assumed before the first measurement (for wait estimates).
 _DEFAULT_ENGINE_RTF = 1.0
+#: Default jobs served at once per engine slot (worker x batch place); see PipelineCore.
+ACTIVE_JOBS_PER_SLOT = 2
 _RTF_EWMA_ALPHA = 0.2
 
 
@@ -63,8 +65,12 @@ class PipelineCore:
     Derived limits:
         concurrency: ``settings.concurrency`` or the engine's ``default_concurrency``.
         max_batch: ``min(engine max_batch, settings.max_batch)``.
-        max_active_jobs: ``settings.max_active_jobs`` or ``concurrency * max_batch`` (a job
-            has one segment in flight, so fewer active jobs could never fill a batch).
+        max_active_jobs: ``settings.max_active_jobs`` or ``ACTIVE_JOBS_PER_SLOT * concurrency *
+            max_batch``: a job has one segment in flight, so fewer than ``concurrency * max_batch``
+            active jobs could never fill the workers and batches, and with only that many a new
+            job would wait in the queue for a whole job to end, where first-chunk priority cannot
+            help; twice as many lets a new job's first segment go ahead of running jobs' later
+            segments while the busy refusal still comes early (measured: ``benchmarks/load.py``).
         first_lane: ``settings.first_chunk_lane`` or, by default, 1 worker kept for first
             segments when there are at least 2 workers and priority is on (else 0).
     """
@@ -76,7 +82,7 @@ class PipelineCore:
         self.sample_rate = int(caps.sample_rate)
         self.concurrency = int(settings.concurrency or caps.default_concurrency or 1)
         self.max_batch = max(1, min(int(caps.max_batch), int(settings.max_batch or caps.max_batch)))
-        self.max_active_jobs = int(settings.max_active_jobs or self.concurrency * self.max_batch)
+        self.max_active_jobs = int(settings.max_active_jobs or ACTIVE_JOBS_PER_SLOT * self.concurrency * self.max_batch)
         self.batch_wait_s = float(settings.batch_wait_ms) / 1000.0
         self.job_timeout_s = float(settings.job_timeout_s)
         self.cond = threading.Condition(threading.RLock())

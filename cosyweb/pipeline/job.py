@@ -130,6 +130,9 @@ class Job:
         self.start_seq = -1  # order in which jobs got a slot
         self.t_started: Optional[float] = None  # monotonic
         self.t_first_chunk: Optional[float] = None
+        #: Seconds the engine call that made the first chunk took (voice preparation excluded);
+        #: the serving overhead is first-chunk latency minus this.
+        self.first_engine_s: Optional[float] = None
         self.t_finished: Optional[float] = None
         self.n_samples_out = 0
         self.remaining_audio_s = self.estimated_audio_s

@@ -164,6 +164,8 @@ class Worker(threading.Thread):
                     audio = as_chunk(chunk)
                     if audio.shape[0] == 0:
                         continue  # nothing to stream (players choke on empty chunks)
+                    if n_samples == 0 and i == 0:
+                        job.first_engine_s = time.monotonic() - t0
                     n_samples += audio.shape[0]
                     if not self.core.emit_chunk(job, i, audio):
                         break
@@ -227,6 +229,10 @@ class Worker(threading.Thread):
             outs = [as_chunk(o) for o in self.engine.synthesize_batch(works)]
         if len(outs) != len(works):
             raise RuntimeError(f"synthesize_batch returned {len(outs)} results for {len(works)} items")
+        engine_s = time.monotonic() - t0
+        for it in items:
+            if it.segment_index == 0:
+                it.job.first_engine_s = engine_s
         self.core.record_engine_time(time.monotonic() - t0, sum(o.shape[0] for o in outs) / float(self.core.sample_rate))
         return outs
 

@@ -92,12 +92,15 @@ class ApiState:
 
 
 def job_summary(job: Any) -> dict:
-    """JSON state of a job: ``{"job_id", "status", "position", "audio_s", "result", "error"}``."""
+    """JSON state of a job: ``{"job_id", "status", "position", "audio_s", "result", "error",
+    "first_engine_ms"}`` (``first_engine_ms``: the engine call that made the first chunk)."""
     out: dict[str, Any] = {"job_id": job.id, "status": job.status, "audio_s": round(job.audio_s, 3)}
     if not job.finished:
         out["position"] = job.position()
     if job.status_info is not None:
         out["result"] = job.status_info.to_dict()
+    if job.first_engine_s is not None:
+        out["first_engine_ms"] = round(1000.0 * job.first_engine_s, 2)
     if job.error is not None:
         out["error"] = job.error.to_dict()
     return out
@@ -221,6 +224,7 @@ async def _admit(request: Request) -> tuple[Any, TtsInputs, Optional[str]]:
         CosywebError: busy (503), client limit (429), bad input (422), unknown prompt (404).
     """
     service, settings = request.app.state.service, request.app.state.settings
+    import time as _t; _t0 = _t.monotonic()
     client_id, new_cookie = client_identity(request)
     service.precheck(client_id)  # busy: answered before reading or decoding anything
     inputs = await read_tts_inputs(request, _max_upload_bytes(settings))
@@ -240,6 +244,7 @@ async def _admit(request: Request) -> tuple[Any, TtsInputs, Optional[str]]:
         job = submit()
     else:
         job = await anyio.to_thread.run_sync(submit)
+    job._dbg = {"t_entry": _t0, "t_submitted": _t.monotonic()}
     return job, inputs, new_cookie
 
 

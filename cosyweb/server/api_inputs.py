@@ -211,6 +211,11 @@ async def read_tts_inputs(request: Request, max_upload_bytes: int) -> TtsInputs:
 
 
 # --- who is asking --------------------------------------------------------------------------
+def api_key_client_id(key: str) -> str:
+    """The client id of an API key: ``"key:" + sha256(key)[:16]`` (the key itself is not kept)."""
+    return "key:" + hashlib.sha256(key.strip().encode("utf-8")).hexdigest()[:16]
+
+
 def client_identity(request: Request) -> tuple[str, Optional[str]]:
     """The per-client admission key of a request, and a new cookie value to set (or None).
 
@@ -223,7 +228,7 @@ def client_identity(request: Request) -> tuple[str, Optional[str]]:
     """
     key = request.headers.get(API_KEY_HEADER, "").strip()
     if key:
-        return "key:" + hashlib.sha256(key.encode("utf-8")).hexdigest()[:16], None
+        return api_key_client_id(key), None
     cookie = request.cookies.get(CLIENT_COOKIE, "").strip()
     if cookie and len(cookie) <= 64:
         return "session:" + cookie, None

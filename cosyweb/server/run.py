@@ -35,6 +35,12 @@ log = logging.getLogger("cosyweb.server")
 #: fetches the streamed audio segments and the download) before connections are closed.
 SHUTDOWN_LINGER_S = 3.0
 
+#: The interpreter's thread switch interval while serving (Python's default is 5 ms). Engine
+#: workers run Python code that holds the GIL; every time the event loop needs the GIL back to
+#: deliver a chunk or answer a request it may wait one interval, several times per chunk. 1 ms
+#: keeps that wait within the serving-overhead budget (measured: benchmarks/overhead.py).
+SWITCH_INTERVAL_S = 0.001
+
 
 def check_share_auth(settings: Any) -> None:
     """A share link is public: require ``--auth USER:PASS`` unless ``--no-auth`` was given.
@@ -152,6 +158,7 @@ def serve(settings: Any, *, service: Optional[Any] = None) -> int:
     """
     configure_logging(settings.log_level)
     check_share_auth(settings)
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     from cosyweb.audio.ffmpeg import ensure_ffmpeg_on_path
 
     ensure_ffmpeg_on_path()

@@ -9,14 +9,20 @@ Mixed into :class:`cosyweb.ui.handlers.UIHandlers`; they use its ``service``,
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any, Optional
 
 import gradio as gr
 
 from cosyweb.errors import BusyError, CosywebError
+from cosyweb.pipeline.prompts import PromptNotFoundError
 from cosyweb.ui.i18n import bilingual, message, norm_lang, t
 
 log = logging.getLogger("cosyweb.ui")
+
+#: Registrations remembered per handlers object (upload + prompt text -> prompt_id), so that a
+#: prompt-text box that loses focus without a change does not register the prompt again.
+REGISTERED_KEPT = 64
 
 
 class FastPathHandlers:
@@ -35,20 +41,43 @@ class FastPathHandlers:
 
         Returns:
             The id (32 hex characters), or ``""`` when nothing is uploaded or the recording is
-            rejected (the preview already shows why).
+            rejected (the preview already shows why). The same upload with the same text gives
+            the same id while the service still holds it.
         """
         from cosyweb.ui.handlers import _path_of  # same package; avoids an import cycle
 
-        if not _path_of(prompt_audio):
+        path = _path_of(prompt_audio)
+        if not path:
             return ""
+        text = str(prompt_text or "").strip()
+        memo, lock = self._registrations()
+        with lock:
+            known = memo.get((path, text))
+        if known:
+            try:
+                self.service.get_prompt(known)
+                return known
+            except PromptNotFoundError:  # evicted from the service's store: register again
+                pass
         try:
             prompt = self.load_prompt(prompt_audio)
-            return str(self.service.register_prompt(prompt, str(prompt_text or "").strip()))
+            prompt_id = str(self.service.register_prompt(prompt, text))
         except CosywebError:
             return ""
         except Exception:
             log.exception("prompt registration failed")
             return ""
+        with lock:
+            memo[(path, text)] = prompt_id
+            while len(memo) > REGISTERED_KEPT:
+                memo.pop(next(iter(memo)))
+        return prompt_id
+
+    def _registrations(self) -> tuple[dict, threading.Lock]:
+        memo = self.__dict__.get("_registered")
+        if memo is None:
+            memo = self.__dict__.setdefault("_registered", ({}, threading.Lock()))
+        return memo
 
     def validate_stream(
         self,

@@ -1,0 +1,88 @@
+"""A real ``python app.py`` process for the serving integration tests (not a test module).
+
+Free localhost port, its own output and temp directories, readiness through ``/readyz``,
+SIGTERM then kill in ``stop`` (always call it in ``finally``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+READY_TIMEOUT_S = 240.0
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class AppProcess:
+    """``python app.py --port <free> *args`` with ``env`` added; output in ``<tmp>/app-<port>.log``."""
+
+    def __init__(self, tmp: Path, *args: str, env: Optional[dict[str, str]] = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = tmp / f"app-{self.port}.log"
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith("COSYWEB_")}
+        full_env.update(COSYWEB_OUTPUT_DIR=str(tmp / "outputs"), PYTHONUNBUFFERED="1", GRADIO_ANALYTICS_ENABLED="False",
+                        GRADIO_TEMP_DIR=str(tmp / "gradio"))
+        full_env.update(env or {})
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "app.py", "--host", "127.0.0.1", "--port", str(self.port), *args],
+            cwd=ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
+        )
+
+    def log(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> "AppProcess":
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"app exited with {self.proc.returncode} before it was ready:\n{self.log()[-3000:]}")
+            try:
+                if httpx.get(self.url + "/readyz", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        pytest.fail(f"app not ready within {timeout_s} s:\n{self.log()[-3000:]}")
+
+    def stop(self, timeout_s: float = 60.0) -> Optional[int]:
+        """SIGTERM, wait, kill if needed; returns the exit status."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._log.close()
+        return self.proc.returncode
+
+
+def register_prompt(url: str, path: Path, key: str = "test") -> str:
+    """``POST /api/v1/prompts`` with a real recording; returns the prompt id once its voice is ready."""
+    r = httpx.post(url + "/api/v1/prompts", files={"prompt_audio": (path.name, path.read_bytes())},
+                   headers={"X-API-Key": key}, timeout=60)
+    assert r.status_code == 201, r.text
+    pid = r.json()["prompt_id"]
+    deadline = time.monotonic() + 60
+    while httpx.get(f"{url}/api/v1/prompts/{pid}", timeout=10).json()["voice"] == "pending":
+        assert time.monotonic() < deadline, "voice never prepared"
+        time.sleep(0.1)
+    return pid
