@@ -8,13 +8,13 @@ and measures, over ``--runs`` clicks each (medians and per-run lists):
     timestamp -> first sample at the output, read from the player's timeline
     (``window.cosywebPlayer.stats``: the first AudioBuffer's start on the AudioContext clock,
     mapped to ``performance.now()`` with ``getOutputTimestamp()``);
-(b) the same, cold prompt: a new recording is uploaded and 生成 clicked as soon as it is
-    registered (the voice profile is still being computed);
+(b) the same, cold prompt: another speaker's recording is uploaded and 生成 clicked as soon
+    as it is registered (its voice profile is still being computed);
 (c) Gradio's streaming ``gr.Audio`` (HLS): click -> the ``<audio>`` element's ``playing`` event;
 (d) a ~20 s text through the player: underruns and timeline;
 (e) busy refusal, click -> message visible, on the player's path and on Gradio's (the
     event's validator), against a second app with ``--max-queue 0 --concurrency 1`` kept busy
-    by one long API job (so the engine is computing meanwhile).
+    by long API jobs in every slot (so the engine is computing meanwhile).
 
 Targets (issue 5): (a) median <= 300 ms; (c) / (a) >= 4; (d) 0 underruns.
 
@@ -117,44 +117,57 @@ def click_to_message(page, selector: str) -> float | None:
     return float(page.evaluate("() => window._busy.shown - window._busy.click"))
 
 
-def prompt_variants(src: Path, n: int, out_dir: Path) -> list[Path]:
-    """``n`` copies of ``src`` at slightly different gains (new fingerprints: cold voices)."""
-    data, sr = sf.read(src, dtype="float32")
-    paths = []
-    for i in range(n):
-        p = out_dir / f"cold-{i}.wav"
-        sf.write(p, data * (0.9 - 0.01 * i), sr, subtype="PCM_16")
-        paths.append(p)
-    return paths
+def cold_prompts(n: int, exclude: Path) -> list[Path]:
+    """``n`` real Mandarin recordings from ``../shared/prompts`` (3-12 s), other than ``exclude``,
+    cycled if there are fewer: each upload is a voice the server has not prepared yet (a
+    repeated file is cut at a different start, so its fingerprint is new too)."""
+    rows = [r.split("\t") for r in (PROMPTS / "manifest.tsv").read_text(encoding="utf-8").splitlines()[1:]]
+    files = [PROMPTS / r[0] for r in rows if r[5] == "zh" and 3.0 <= float(r[7]) <= 12.0 and r[0] != exclude.name]
+    return [files[i % len(files)] for i in range(n)]
 
 
-class LongJob:
-    """One long streaming API job that keeps a ``--max-queue 0 --concurrency 1`` app busy."""
+def cold_copy(path: Path, i: int, out_dir: Path) -> Path:
+    """``path`` with its first ``10 * i`` ms cut off, as a new wav (a voice never prepared)."""
+    data, sr = sf.read(path, dtype="float32", always_2d=True)
+    out = out_dir / f"cold-{i}-{path.stem}.wav"
+    sf.write(out, data[int(0.01 * i * sr):], sr, subtype="PCM_16")
+    return out
+
+
+class LongJobs:
+    """Long streaming API jobs (one per API key) that take every active slot and queue place of
+    the ``--max-queue 0`` app, so the engine computes while the page is refused."""
 
     def __init__(self, url: str, prompt: Path) -> None:
         with open(prompt, "rb") as f:
             self.prompt_id = httpx.post(url + "/api/v1/prompts", files={"prompt_audio": f}, timeout=60).json()["prompt_id"]
+        st = httpx.get(url + "/api/v1/stats").json()
+        self.n = int(st["max_active_jobs"]) + int(st["max_queue"])
         self.url, self.stop = url, threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.threads = [threading.Thread(target=self._run, args=(i,), daemon=True) for i in range(self.n)]
 
-    def _run(self) -> None:
+    def _run(self, i: int) -> None:
         while not self.stop.is_set():
             body = {"prompt_id": self.prompt_id, "text": LONG_JOB_TEXT}
-            with httpx.stream("POST", self.url + "/api/v1/tts/stream", json=body, headers={"X-API-Key": "bench-busy"},
+            with httpx.stream("POST", self.url + "/api/v1/tts/stream", json=body, headers={"X-API-Key": f"bench-{i}"},
                               timeout=300) as resp:
                 for _ in resp.iter_raw(4096):
                     if self.stop.is_set():
                         return
 
-    def __enter__(self) -> "LongJob":
-        self.thread.start()
-        while httpx.get(self.url + "/api/v1/stats").json()["active_jobs"] < 1:
+    def __enter__(self) -> "LongJobs":
+        for th in self.threads:
+            th.start()
+        while True:
+            st = httpx.get(self.url + "/api/v1/stats").json()
+            if st["active_jobs"] + st["queue_depth"] >= self.n:
+                return self
             time.sleep(0.02)
-        return self
 
     def __exit__(self, *exc) -> None:
         self.stop.set()
-        self.thread.join(30)
+        for th in self.threads:
+            th.join(30)
 
 
 def measure_latency(page, app_url: str, args, tmp: Path, out: dict) -> None:
@@ -181,8 +194,8 @@ def measure_latency(page, app_url: str, args, tmp: Path, out: dict) -> None:
         time.sleep(0.5)
     use_player(page, True)
     out["player_cold_ms"] = []
-    for path in prompt_variants(args.prompt, args.runs, tmp):  # (b)
-        upload_prompt(page, path)
+    for i, path in enumerate(cold_prompts(args.runs, args.prompt)):  # (b)
+        upload_prompt(page, cold_copy(path, i, tmp))
         out["player_cold_ms"].append(player_click(page)["click_to_sound_ms"])
         time.sleep(0.5)
     upload_prompt(page, args.prompt)  # (d)
@@ -201,7 +214,7 @@ def measure_busy(page, busy_url: str, args, out: dict) -> None:
     """(e) on a page of the ``--max-queue 0`` app while a long API job holds its slot."""
     upload_prompt(page, args.prompt)
     set_text(page, "你好。")
-    with LongJob(busy_url, args.prompt):
+    with LongJobs(busy_url, args.prompt):
         out["busy_player_ms"] = []
         for _ in range(args.runs):
             out["busy_player_ms"].append(click_to_message(page, "#cw-player .cw-player-status"))

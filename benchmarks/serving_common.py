@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import os
 import re
+import shutil
 import signal
 import socket
 import statistics
@@ -111,13 +112,15 @@ class AppServer:
         args: extra command-line options (``--concurrency 1`` ...).
         env: extra environment (``COSYWEB_MAX_ACTIVE_JOBS`` ...).
         url: use this running app instead of starting one (RSS then comes from ``/metrics``).
-        workdir: where the server's outputs, Gradio temp files and log go (a new temp dir if None).
+        workdir: where the server's outputs, Gradio temp files and log go (a new temp dir, removed
+            by :meth:`stop`, if None).
     """
 
     def __init__(self, args: tuple[str, ...] = (), env: Optional[dict[str, str]] = None, url: Optional[str] = None,
                  workdir: Optional[Path] = None) -> None:
         self.proc: Optional[subprocess.Popen] = None
-        self.workdir = Path(workdir or tempfile.mkdtemp(prefix="cosyweb-bench-"))
+        self._own_workdir = workdir is None and not url
+        self.workdir = Path(workdir or (Path(tempfile.gettempdir()) if url else tempfile.mkdtemp(prefix="cosyweb-bench-")))
         self.output_dir = self.workdir / "outputs"
         self.gradio_tmp = self.workdir / "gradio"
         self.tmp_dir = self.workdir / "tmp"
@@ -202,6 +205,8 @@ class AppServer:
                 self.proc.kill()
                 self.proc.wait(10)
         self._log.close()
+        if self._own_workdir and self.proc.returncode == 0:
+            shutil.rmtree(self.workdir, ignore_errors=True)
         return self.proc.returncode
 
     def __enter__(self) -> "AppServer":

@@ -282,8 +282,9 @@ def test_disconnect_mid_stream_cancels_the_job_and_frees_its_slot(service_factor
     assert stats["cancelled"] == 1 and stats["active_jobs"] == 0 and stats["completed"] == 0
     job_id = dict(sent[0]["headers"])[b"x-cosyweb-job-id"].decode()
     assert client.get(f"/api/v1/jobs/{job_id}").json()["error"]["details"]["reason"] == "client_gone"
-    gate.open()  # the held engine call returns; its audio goes nowhere
-    assert wait_until(lambda: engine.yielded.get("今天天气很好。", 0) >= 1)
+    gate.open()  # a held engine call (if segment 2 had started) returns; its audio goes nowhere
+    assert wait_until(lambda: svc._core.monitor.n_calls == 0)
+    assert svc.stats()["completed"] == 0 and client.get(f"/api/v1/jobs/{job_id}").json()["status"] == "cancelled"
 
 
 def test_disconnect_while_queued_cancels_the_queued_job(service_factory, tmp_path, prompt_bytes):
@@ -333,3 +334,17 @@ def test_jobs_route_shows_the_queue_position_and_cancels(service_factory, tmp_pa
     running.result(timeout=10)
     stats = client.get("/api/v1/stats").json()
     assert stats["completed"] == 1 and stats["cancelled"] == 1 and stats["max_active_jobs"] == 1
+
+
+def test_a_stream_past_its_deadline_is_aborted_and_reported_as_timeout(service_factory, tmp_path, prompt_bytes):
+    engine = FakeEngine()
+    engine.on("今天天气很好。", before=Gate("segment 2"))  # held past the deadline
+    svc, client = make(service_factory, tmp_path, engine, job_timeout_s=0.3)
+    pid = register(client, prompt_bytes)["prompt_id"]
+    sent = drive(client.app, {"prompt_id": pid, "text": TEXT})
+    bodies = [m for m in sent if m["type"] == "http.response.body"]
+    assert bodies and all(m["more_body"] for m in bodies)  # the first segment streamed, then the abort
+    job_id = dict(sent[0]["headers"])[b"x-cosyweb-job-id"].decode()
+    job = client.get(f"/api/v1/jobs/{job_id}").json()
+    assert job["status"] == "timeout" and "超时" in job["error"]["zh"] and "timed out" in job["error"]["en"]
+    assert svc.stats()["active_jobs"] == 0

@@ -126,7 +126,7 @@ def test_busy_is_refused_before_the_first_yield_with_the_bilingual_message(make_
     engine = FakeEngine()
     gate = Gate("hold")
     engine.on("*", before=gate)
-    h, svc, _ = make_ui(engine, concurrency=1, max_queue=0)
+    h, svc, _ = make_ui(engine, concurrency=1, max_active_jobs=1, max_queue=0)
 
     async def scenario():
         first = stream(h, zh_prompt, "你好。", session="a")
@@ -150,7 +150,7 @@ def test_busy_is_refused_before_the_first_yield_with_the_bilingual_message(make_
 def test_second_job_of_the_same_session_is_refused_as_busy(make_ui, zh_prompt):
     engine = FakeEngine()
     gate = engine.on("*", before=Gate()).before
-    h, _, _ = make_ui(engine, concurrency=1, max_queue=4)
+    h, _, _ = make_ui(engine, concurrency=1, max_active_jobs=1, max_queue=4)
 
     async def scenario():
         first = stream(h, zh_prompt, "你好。", session="same")
@@ -167,7 +167,7 @@ def test_second_job_of_the_same_session_is_refused_as_busy(make_ui, zh_prompt):
 def test_queued_job_shows_its_position(make_ui, zh_prompt):
     engine = FakeEngine()
     gate = engine.on("*", before=Gate()).before
-    h, _, _ = make_ui(engine, concurrency=1, max_queue=2)
+    h, _, _ = make_ui(engine, concurrency=1, max_active_jobs=1, max_queue=2)
 
     async def scenario():
         a = stream(h, zh_prompt, "你好。", session="a")
@@ -187,7 +187,7 @@ def test_queued_job_shows_its_position(make_ui, zh_prompt):
 def test_closing_the_stream_cancels_the_job_and_frees_the_slot(make_ui, zh_prompt):
     engine = FakeEngine()
     gate = engine.on("*", before=Gate()).before
-    h, svc, _ = make_ui(engine, concurrency=1, max_queue=2)
+    h, svc, _ = make_ui(engine, concurrency=1, max_active_jobs=1, max_queue=2)
 
     async def scenario():
         a = stream(h, zh_prompt, "你好。", session="a")

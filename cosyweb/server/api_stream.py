@@ -137,17 +137,7 @@ class JobAudioStream(Response):
             await send({"type": "http.response.body", "body": wav_stream_header(self.job.sample_rate), "more_body": True})
         async for ev in self.job.aevents():
             if ev.kind == "chunk":
-                import time as _t
-                d = getattr(self.job, "_dbg", None)
-                if d is not None and "t_recv" not in d:
-                    d["t_recv"] = _t.monotonic()
                 await send({"type": "http.response.body", "body": pcm16_bytes(ev.audio), "more_body": True})
-                if d is not None and "t_sent" not in d:
-                    d["t_sent"] = _t.monotonic()
-                    j = self.job
-                    log.warning("DBG entry->submitted %.2f submitted->created %.2f created->firstchunk %.2f engine %.2f firstchunk->recv %.2f recv->sent %.2f",
-                        1000*(d["t_submitted"]-d["t_entry"]), 1000*(j.t_created-d["t_submitted"]), 1000*(j.t_first_chunk-j.t_created), 1000*j.first_engine_s,
-                        1000*(d["t_recv"]-j.t_first_chunk), 1000*(d["t_sent"]-d["t_recv"]))
             elif ev.kind == "done":
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
                 self.completed = True

@@ -2,7 +2,9 @@
  *
  * On 生成 (#cw-generate), when the "low-latency player" box is ticked, the browser supports
  * AudioContext + fetch streaming, and the uploaded prompt is registered (hidden #cw-prompt-id),
- * this script takes the click from Gradio (capture-phase listener) and:
+ * this script takes the click from Gradio (capture-phase listener; the inputs' values come from
+ * a JS-only Gradio event on the hidden #cw-player-go button, already gathered at pointerdown)
+ * and:
  *   1. POSTs the request to /api/v1/tts/stream (JSON, prompt_id: the voice profile was
  *      prepared server-side at upload time);
  *   2. reads the body with fetch() + ReadableStream (raw little-endian PCM16 mono, the sample
@@ -38,6 +40,7 @@
   const RESTART_LEAD_S = 0.05; // after an underrun, restart this far ahead
   const LATE_MARGIN_S = 0.003; // a buffer arriving later than (play-head - fade - margin) is an underrun
   const POLL_MS = 1000;        // queue-position poll while no audio has arrived
+  const PREPARED_MAX_AGE_MS = 5000; // values gathered at pointerdown are used by a click this soon
 
   const $ = (sel) => document.querySelector(sel);
   const lang = () => (player.lang === "en" ? "en" : "zh");
@@ -240,9 +243,18 @@
   /** Start a run. `args` are the Gradio input values: [lang, prompt_id, prompt_text, text, mode,
    *  dialect, emotion, speed, volume, seed, instruct_text, language]. Returns [] at once. */
   function run(args) {
+    const prep = player.preparing;
+    if (prep && !prep.args) { // values gathered at pointerdown: the click starts them
+      prep.args = args;
+      prep.resolve(args);
+      return [];
+    }
+    return start(args, player.pendingClick || { t_click: performance.now(), t_handler: null });
+  }
+
+  function start(args, click) {
     const [lg, promptId, promptText, text, mode, dialect, emotion, speed, volume, seed, instruct, language] = args;
     player.lang = lg === "en" ? "en" : "zh";
-    const click = player.pendingClick || { t_click: performance.now(), t_handler: null };
     player.pendingClick = null;
     if (player.active) stop("restart");
     const r = { stats: newStats(click), abort: new AbortController(), sources: [], playHeadFrame: null, endS: 0, pieces: [] };
@@ -414,19 +426,31 @@
     const input = e.target;
     if (input && input.closest && input.closest("#cw-lang") && input.checked) player.lang = input.value === "en" ? "en" : "zh";
   }, true);
-  const warm = () => { if (player.enabled()) ensureContext(); };
+  // Use the player only when a prompt is registered; otherwise Gradio's path decodes the
+  // upload itself or says what is missing.
+  const takesIt = () => {
+    const pid = $("#cw-prompt-id textarea, #cw-prompt-id input");
+    return player.enabled() && !(pid && !pid.value);
+  };
+  const go = () => { const b = $("#cw-player-go"); if (b) b.click(); }; // Gradio hands the values to run()
+  // Pressing the button already gathers the inputs' values (Gradio's dispatch takes a few ms,
+  // more on a busy machine) and starts the AudioContext; the request itself waits for the click.
   document.addEventListener("pointerdown", (e) => {
-    if (e.target.closest && e.target.closest("#cw-generate")) warm();
+    if (e.button !== 0 || !e.target.closest || !e.target.closest("#cw-generate") || !takesIt()) return;
+    ensureContext();
+    let resolve;
+    const promise = new Promise((ok) => { resolve = ok; });
+    player.preparing = { t: performance.now(), args: null, promise, resolve };
+    go();
   }, true);
   document.addEventListener("click", (e) => {
     const target = e.target.closest ? e.target : null;
     if (!target) return;
     if (target.closest("#cw-stop")) { stop("stop"); return; }
     if (!target.closest("#cw-generate")) return;
-    const pid = $("#cw-prompt-id textarea, #cw-prompt-id input");
-    // Use the player only when a prompt is registered; otherwise Gradio's path decodes the
-    // upload itself or says what is missing.
-    if (!player.enabled() || (pid && !pid.value)) { // Gradio's streaming gr.Audio takes it
+    const prep = player.preparing;
+    player.preparing = null;
+    if (!takesIt()) { // Gradio's streaming gr.Audio takes it
       player.lastRoute = "gradio";
       if (player.active) stop("restart");
       show("", "");
@@ -436,9 +460,13 @@
     e.stopPropagation();
     e.preventDefault();
     player.lastRoute = "player";
-    player.pendingClick = { t_click: e.timeStamp || performance.now(), t_handler: performance.now() };
+    const click = { t_click: e.timeStamp || performance.now(), t_handler: performance.now() };
     ensureContext(); // inside the gesture: allowed to start audio
-    const go = $("#cw-player-go");
-    if (go) go.click(); // a Gradio JS-only event that hands the inputs' values to run()
+    if (prep && performance.now() - prep.t < PREPARED_MAX_AGE_MS) {
+      prep.promise.then((args) => start(args, click));
+    } else { // keyboard activation (no pointerdown), or a stale press
+      player.pendingClick = click;
+      go();
+    }
   }, true);
 })();
