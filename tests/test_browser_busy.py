@@ -62,7 +62,7 @@ class _Occupy:
         r.raise_for_status()
         self.prompt_id = r.json()["prompt_id"]
         self.stop = threading.Event()
-        self.threads = [threading.Thread(target=self._one, args=(i,), daemon=True) for i in range(n)]
+        self.threads = [threading.Thread(target=self._one, args=(i,), daemon=True) for i in range(self.n)]
 
     def _one(self, i: int) -> None:
         body = {"prompt_id": self.prompt_id, "text": "今天天气很好，我们一起去公园散步吧。" * 30}

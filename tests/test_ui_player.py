@@ -15,7 +15,7 @@ from fakes import FakeEngine, Gate, service_factory, wait_until  # noqa: F401
 
 from cosyweb.ui.blocks import build_blocks
 from cosyweb.ui.handlers import UIHandlers
-from cosyweb.ui.player import ELEM_IDS, PLAYER_JS_PATH, player_head, player_strings
+from cosyweb.ui.player import ELEM_IDS, PCM_OUT_JS_PATH, PLAYER_JS_PATH, player_head, player_strings
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -23,8 +23,9 @@ BUSY_ZH = "系统繁忙，请稍后再试"
 BUSY_EN = "System busy, please try again later"
 
 
-def req(session: str) -> SimpleNamespace:
-    return SimpleNamespace(session_hash=session)
+def req(session: str, user: str = "app") -> SimpleNamespace:
+    """Stands in for gr.Request: the session, and ``x-gradio-user`` (``app``: the web page)."""
+    return SimpleNamespace(session_hash=session, headers={"x-gradio-user": user})
 
 
 @pytest.fixture
@@ -48,8 +49,9 @@ def test_head_inlines_the_player_with_its_config():
     config = json.loads(re.search(r"window\.cosywebPlayerConfig = (\{.*?\});</script>", head).group(1))
     assert config["sampleRate"] == 22050 and config["apiBase"] == "/api/v1"
     assert config["strings"]["download"] == ["下载完整音频（wav）", "Download the full audio (wav)"]
-    assert PLAYER_JS_PATH.read_text(encoding="utf-8") in head
-    assert head.count("</script>") == 2  # nothing in the config can close the script early
+    out_js, player_js = (p.read_text(encoding="utf-8") for p in (PCM_OUT_JS_PATH, PLAYER_JS_PATH))
+    assert out_js in head and player_js in head and head.index(out_js) < head.index(player_js)
+    assert head.count("</script>") == 3  # nothing in the config can close a script early
 
 
 def test_every_string_the_player_uses_exists_in_both_languages():
@@ -89,9 +91,9 @@ def test_register_prompt_stores_it_and_prepares_its_voice(make_ui, zh_prompt, tm
 
 
 # --- the validator of the streaming event --------------------------------------------------------
-def _validate(h, prompt, text, lang="zh", session="v"):
+def _validate(h, prompt, text, lang="zh", session="v", user="app"):
     return h.validate_stream(lang, prompt, "", text, "zero_shot", "mandarin", "none", 1.0, 1.0, 0, "", "auto",
-                             req(session))
+                             req(session, user))
 
 
 def test_validator_marks_a_missing_prompt_or_text_on_its_component(make_ui, zh_prompt):
@@ -117,6 +119,9 @@ def test_validator_refuses_at_once_when_busy_and_admission_stays_in_the_handler(
             assert ei.value.message == f"{first} / {second}"
         refused = svc.stats()["refused"]
         assert refused >= 2  # counted like every other refusal
+        # gradio_client would only see a bare HTTP 400: API calls pass, the handler refuses them.
+        assert all(c["is_valid"] for c in _validate(h, zh_prompt, "你好。", user="api"))
+        assert all(c["is_valid"] for c in _validate(h, None, "", user="api"))
     finally:
         gate.open()
     wait_until(lambda: job.finished)

@@ -36,6 +36,7 @@ cancels its job.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections import OrderedDict
 from typing import Any, Optional
@@ -78,17 +79,32 @@ class JobNotFoundError(InvalidInputError):
 
 
 class ApiState:
-    """Per-app bookkeeping of the API: summaries of finished jobs (bounded LRU)."""
+    """Per-app bookkeeping of the API: the jobs it admitted while their response lasts, then
+    summaries of finished jobs (bounded LRU). Used from the event loop only."""
 
     def __init__(self) -> None:
+        self.live: dict[str, Any] = {}
         self.finished: "OrderedDict[str, dict]" = OrderedDict()
+
+    def track(self, job: Any) -> None:
+        """Follow an admitted job until :meth:`record` (so ``GET /jobs/{id}`` answers at once,
+        and with the result as soon as the job ends, before its response is over)."""
+        self.live[job.id] = job
 
     def record(self, job: Any) -> None:
         """Remember the outcome of a finished (or abandoned) job for ``GET /jobs/{id}``."""
+        self.live.pop(job.id, None)
         self.finished[job.id] = job_summary(job)
         self.finished.move_to_end(job.id)
         while len(self.finished) > FINISHED_JOBS_KEPT:
             self.finished.popitem(last=False)
+
+    def lookup(self, job_id: str) -> Optional[dict]:
+        """The summary of a job the API admitted (live or finished), or None."""
+        job = self.live.get(job_id)
+        if job is not None:
+            return job_summary(job)
+        return self.finished.get(job_id)
 
 
 def job_summary(job: Any) -> dict:
@@ -102,7 +118,7 @@ def job_summary(job: Any) -> dict:
     if job.first_engine_s is not None:
         out["first_engine_ms"] = round(1000.0 * job.first_engine_s, 2)
     if job.error is not None:
-        out["error"] = job.error.to_dict()
+        out["error"] = json.loads(json.dumps(job.error.to_dict(), default=str))  # details may hold any type
     return out
 
 
@@ -243,6 +259,7 @@ async def _admit(request: Request) -> tuple[Any, TtsInputs, Optional[str]]:
         job = submit()
     else:
         job = await anyio.to_thread.run_sync(submit)
+    _state(request).track(job)
     return job, inputs, new_cookie
 
 
@@ -299,12 +316,12 @@ async def tts_stream(request: Request) -> Response:
 @router.get("/jobs/{job_id}")
 def get_job(request: Request, job_id: str) -> JSONResponse:
     """A job's state while queued/running, or its outcome after it ended (404 if unknown)."""
-    job = request.app.state.service.get_job(job_id)
-    if job is not None:
-        return JSONResponse(job_summary(job))
-    summary = _state(request).finished.get(job_id)
+    summary = _state(request).lookup(job_id)
     if summary is None:
-        raise JobNotFoundError(job_id)
+        job = request.app.state.service.get_job(job_id)  # a job of another entry point (the UI)
+        if job is None:
+            raise JobNotFoundError(job_id)
+        summary = job_summary(job)
     return JSONResponse(summary)
 
 
@@ -312,6 +329,6 @@ def get_job(request: Request, job_id: str) -> JSONResponse:
 def cancel_job(request: Request, job_id: str) -> JSONResponse:
     """Cancel a queued or running job; ``{"cancelled": true}`` (false if it had already ended)."""
     service = request.app.state.service
-    if service.get_job(job_id) is None and job_id not in _state(request).finished:
+    if service.get_job(job_id) is None and _state(request).lookup(job_id) is None:
         raise JobNotFoundError(job_id)
     return JSONResponse({"job_id": job_id, "cancelled": bool(service.cancel(job_id, "stop"))})

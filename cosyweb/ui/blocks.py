@@ -5,7 +5,15 @@ engine can do from ``service.capabilities`` and never special-cases an engine by
 
 Gradio is only the transport: every event runs with ``concurrency_limit=None`` and the
 Blocks queue has no size limit, so Gradio never queues or refuses; admission, the wait
-queue, busy refusals and cancellation belong to the pipeline.
+queue, busy refusals and cancellation belong to the pipeline. The streaming event's
+``validator=`` answers busy and missing inputs before Gradio queues it (see
+:mod:`cosyweb.ui.fastpath`).
+
+The low-latency player (:mod:`cosyweb.ui.player`, ``static/player.js``) lives beside the
+Gradio output: an upload is registered with the service (hidden ``#cw-prompt-id``) so its
+voice profile is computed ahead; with the "low-latency player" box ticked, the script takes
+the 生成 click and streams PCM from ``/api/v1/tts/stream``; otherwise the click goes to the
+streaming ``gr.Audio`` (the fallback).
 
 Public API endpoints (``gradio_client``):
 

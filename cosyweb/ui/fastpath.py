@@ -25,6 +25,15 @@ log = logging.getLogger("cosyweb.ui")
 REGISTERED_KEPT = 64
 
 
+def _from_page(request: Optional[gr.Request]) -> bool:
+    """True for requests of the web page itself (Gradio's frontend marks them ``x-gradio-user: app``)."""
+    headers = getattr(request, "headers", None) if request is not None else None
+    try:
+        return headers is not None and str(headers.get("x-gradio-user", "")).lower() == "app"
+    except Exception:  # an unusual Request object: treat it as an API call
+        return False
+
+
 class FastPathHandlers:
     """Mixin: ``register_prompt`` and ``validate_stream`` (needs ``self.service``,
     ``self.load_prompt``)."""
@@ -103,6 +112,10 @@ class FastPathHandlers:
         This is only an early answer: admission stays authoritative in the handler
         (:meth:`UIHandlers.synthesize_stream` submits, and may still be refused).
 
+        Only the page's own requests (Gradio's frontend sends ``x-gradio-user: app``) are
+        checked here: ``gradio_client`` turns a refused ``/queue/join`` into a bare HTTP 400, so
+        API callers get the handler's ``gr.Error`` with its message instead.
+
         Returns:
             One ``gr.validate`` per input (12).
 
@@ -114,6 +127,8 @@ class FastPathHandlers:
         lang = norm_lang(lang)
         ok = gr.validate(True, "")
         checks = [ok] * 12
+        if not _from_page(request):
+            return checks
         problems = False
         if not _path_of(prompt_audio):
             checks[1] = gr.validate(False, bilingual(message("err_no_prompt"), lang))

@@ -1,8 +1,9 @@
 """The page side of the low-latency player: the ``<head>`` HTML that loads
 ``static/player.js`` with its configuration, and the ids of the components it uses.
 
-The player itself (fetch + ReadableStream -> PCM16 -> Float32 -> AudioBuffers on one
-AudioContext) is described in ``static/player.js``. It talks to the HTTP API
+The player itself is two scripts: ``static/pcm_out.js`` (gapless scheduling of AudioBuffers
+on one AudioContext, fades, underrun recovery, wav assembly) and ``static/player.js`` (taking
+the click, fetch + ReadableStream -> PCM16 -> Float32, timeline, messages). It talks to the HTTP API
 (``POST /api/v1/tts/stream``, :mod:`cosyweb.server.api`), so its jobs go through the same
 :class:`~cosyweb.pipeline.service.TTSService` admission, busy refusal, cancellation and
 metrics as the Gradio events. Gradio's streaming ``gr.Audio`` stays the fallback: the
@@ -18,8 +19,10 @@ from pathlib import Path
 
 from cosyweb.ui.i18n import STRINGS
 
-#: The player script, shipped as package data (``cosyweb/ui/static/*``).
-PLAYER_JS_PATH = Path(__file__).resolve().parent / "static" / "player.js"
+#: The player scripts, shipped as package data (``cosyweb/ui/static/*``), in load order.
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+PCM_OUT_JS_PATH = STATIC_DIR / "pcm_out.js"
+PLAYER_JS_PATH = STATIC_DIR / "player.js"
 #: Where the HTTP API is mounted (see :func:`cosyweb.server.app.build_app`).
 API_BASE = "/api/v1"
 #: DOM ids the script relies on (``elem_id`` of the components in :mod:`cosyweb.ui.blocks`).
@@ -47,9 +50,9 @@ def _script_json(obj: object) -> str:
 
 
 def player_head(sample_rate: int, api_base: str = API_BASE) -> str:
-    """HTML for ``gr.mount_gradio_app(head=...)``: the player's config and the player script.
+    """HTML for ``gr.mount_gradio_app(head=...)``: the player's config and its two scripts.
 
-    The script is inlined (about 15 KB), so it works under any root path and needs no
+    The scripts are inlined (about 20 KB), so they work under any root path and need no
     extra route.
 
     Args:
@@ -58,11 +61,8 @@ def player_head(sample_rate: int, api_base: str = API_BASE) -> str:
         api_base: URL path of the HTTP API.
 
     Raises:
-        OSError: ``static/player.js`` is missing from the installation.
+        OSError: a script is missing from the installation.
     """
-    js = PLAYER_JS_PATH.read_text(encoding="utf-8")
     config = {"apiBase": api_base, "sampleRate": int(sample_rate), "strings": player_strings()}
-    return (
-        f"<script>window.cosywebPlayerConfig = {_script_json(config)};</script>\n"
-        f"<script>\n{js}\n</script>"
-    )
+    scripts = "".join(f"<script>\n{p.read_text(encoding='utf-8')}\n</script>\n" for p in (PCM_OUT_JS_PATH, PLAYER_JS_PATH))
+    return f"<script>window.cosywebPlayerConfig = {_script_json(config)};</script>\n{scripts}"

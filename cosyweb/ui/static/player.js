@@ -8,12 +8,10 @@
  *   1. POSTs the request to /api/v1/tts/stream (JSON, prompt_id: the voice profile was
  *      prepared server-side at upload time);
  *   2. reads the body with fetch() + ReadableStream (raw little-endian PCM16 mono, the sample
- *      rate in X-Sample-Rate), converts it to Float32 and schedules AudioBuffers on one
- *      AudioContext back to back (integer-frame play-head, so seams are sample-exact);
- *   3. guards every buffer end with a 5 ms fade-out on a master gain, cancelled when the next
- *      buffer arrives in time, so an underrun fades out instead of clicking; after an underrun
- *      the play-head restarts slightly ahead with a 5 ms fade-in and the underrun is counted;
- *   4. keeps the received PCM and offers it as a wav download (the engine's sample rate,
+ *      rate in X-Sample-Rate), converts it to Float32 and schedules it gaplessly with
+ *      window.cosywebPcmOut (pcm_out.js: sample-exact seams, fades instead of clicks, underruns
+ *      counted and recovered a little ahead);
+ *   3. keeps the received PCM and offers it as a wav download (the engine's sample rate,
  *      PCM16: the same samples as the server's file, lossless).
  * Busy (503/429) and bad input (422) come back as JSON before the stream starts; the
  * bilingual message is shown at once, session language first. The stop button aborts the
@@ -35,10 +33,7 @@
   const CFG = window.cosywebPlayerConfig || {};
   const STR = CFG.strings || {};
   const API = (CFG.apiBase || "/api/v1").replace(/\/$/, "");
-  const FADE_S = 0.005;        // fade length at stream start/end and around underruns
-  const START_LEAD_S = 0.01;   // first buffer starts this far ahead of the context clock
-  const RESTART_LEAD_S = 0.05; // after an underrun, restart this far ahead
-  const LATE_MARGIN_S = 0.003; // a buffer arriving later than (play-head - fade - margin) is an underrun
+  const OUT = window.cosywebPcmOut; // pcm_out.js, inlined before this script
   const POLL_MS = 1000;        // queue-position poll while no audio has arrived
   const PREPARED_MAX_AGE_MS = 5000; // values gathered at pointerdown are used by a click this soon
 
@@ -72,8 +67,7 @@
 
   const player = {
     lang: "zh",
-    ctx: null,
-    gain: null,
+    get ctx() { return OUT.ctx; },
     stats: null,
     runs: [],
     active: null,
@@ -82,40 +76,12 @@
       const box = $("#cw-use-player input[type=checkbox]");
       return !!box && box.checked && supported();
     },
-    run, stop, ensureContext, perfAtContextTime,
+    run, stop,
+    ensureContext: (sr) => OUT.ensureContext(sr || CFG.sampleRate),
+    perfAtContextTime: OUT.perfAtContextTime,
   };
+  const ensureContext = player.ensureContext, perfAtContextTime = OUT.perfAtContextTime;
   window.cosywebPlayer = player;
-
-  // --- AudioContext --------------------------------------------------------------------------
-  /** The shared AudioContext at `sampleRate` Hz (created in a user gesture, then kept). */
-  function ensureContext(sampleRate) {
-    const AC = window.AudioContext || window.webkitAudioContext;
-    sampleRate = sampleRate || CFG.sampleRate || undefined;
-    if (player.ctx && sampleRate && player.ctx.sampleRate !== sampleRate) {
-      player.ctx.close();
-      player.ctx = null;
-    }
-    if (!player.ctx) {
-      try {
-        player.ctx = new AC({ latencyHint: "interactive", sampleRate });
-      } catch (e) { // a browser without free sample rates: it resamples each buffer
-        player.ctx = new AC({ latencyHint: "interactive" });
-      }
-      player.gain = player.ctx.createGain();
-      player.gain.connect(player.ctx.destination);
-    }
-    if (player.ctx.state === "suspended") player.ctx.resume();
-    return player.ctx;
-  }
-
-  /** performance.now() time at which context time `ct` (s) reaches the speakers. */
-  function perfAtContextTime(ct) {
-    const ctx = player.ctx;
-    const ts = ctx.getOutputTimestamp ? ctx.getOutputTimestamp() : null;
-    if (ts && ts.performanceTime > 0) return ts.performanceTime + (ct - ts.contextTime) * 1000;
-    const lat = (ctx.baseLatency || 0) + (ctx.outputLatency || 0);
-    return performance.now() + (ct - ctx.currentTime + lat) * 1000;
-  }
 
   // --- panel ---------------------------------------------------------------------------------
   function panel() {
@@ -156,76 +122,31 @@
     window.dispatchEvent(new CustomEvent("cosyweb-player", { detail: { type, stats: player.stats } }));
   }
 
-  // --- wav -----------------------------------------------------------------------------------
-  /** A PCM16 mono WAV blob of the received Int16Array pieces at `sr` Hz. */
-  function wavBlob(pieces, sr) {
-    const n = pieces.reduce((a, p) => a + p.length, 0);
-    const h = new DataView(new ArrayBuffer(44));
-    const str = (o, s) => { for (let i = 0; i < 4; i++) h.setUint8(o + i, s.charCodeAt(i)); };
-    str(0, "RIFF"); h.setUint32(4, 36 + 2 * n, true); str(8, "WAVE");
-    str(12, "fmt "); h.setUint32(16, 16, true); h.setUint16(20, 1, true); h.setUint16(22, 1, true);
-    h.setUint32(24, sr, true); h.setUint32(28, 2 * sr, true); h.setUint16(32, 2, true); h.setUint16(34, 16, true);
-    str(36, "data"); h.setUint32(40, 2 * n, true);
-    return new Blob([h.buffer, ...pieces], { type: "audio/wav" });
-  }
-
   // --- scheduling ----------------------------------------------------------------------------
-  /** Schedule `f32` (Float32Array at `sr` Hz) right after what is already scheduled. */
-  function schedule(run, f32, sr) {
-    const ctx = player.ctx, g = player.gain.gain, st = run.stats;
-    const rate = ctx.sampleRate;
-    const now = ctx.currentTime;
-    const buf = ctx.createBuffer(1, f32.length, sr);
-    buf.copyToChannel(f32, 0);
-    let startFrame = run.playHeadFrame;
-    const first = startFrame === null;
-    const late = !first && now + LATE_MARGIN_S >= startFrame / rate - FADE_S;
-    if (first || late) {
-      startFrame = Math.ceil((now + (first ? START_LEAD_S : RESTART_LEAD_S)) * rate);
-      const t0 = startFrame / rate;
-      g.cancelScheduledValues(now);
-      g.setValueAtTime(0, t0);
-      g.linearRampToValueAtTime(1, t0 + FADE_S);
-      run.fadeInEnd = t0 + FADE_S;
-      if (late) {
-        st.underruns += 1;
-        st.underrun_at.push(performance.now());
-        emit("underrun");
-      }
-    } else {
-      // Continuation in time: drop the previous buffer's guard fade-out (never the fade-in).
-      g.cancelScheduledValues(Math.max(startFrame / rate - FADE_S, run.fadeInEnd + 0.5 / rate));
-    }
-    const src = ctx.createBufferSource();
-    src.buffer = buf;
-    src.connect(player.gain);
-    const startS = startFrame / rate;
-    src.start(startS);
-    run.sources.push(src);
-    src.onended = () => { run.sources = run.sources.filter((s) => s !== src); };
-    const endFrame = startFrame + Math.round(buf.duration * rate);
-    const endS = endFrame / rate;
-    g.setValueAtTime(1, Math.max(run.fadeInEnd + 1 / rate, endS - FADE_S)); // guard: fade out at the end
-    g.linearRampToValueAtTime(0, endS);
-    run.playHeadFrame = endFrame;
-    run.endS = endS;
+  /** Schedule `f32` (Float32Array at `sr` Hz) after what run `r` holds; record the timeline. */
+  function schedule(r, f32, sr) {
+    const st = r.stats;
+    const { first, late, startS } = OUT.schedule(r.track, f32, sr);
     st.n_buffers += 1;
-    if (first) {
-      st.t_first_scheduled = performance.now();
-      st.first_start_ctx_s = startS;
+    if (late) {
+      st.underruns += 1;
+      st.underrun_at.push(performance.now());
+      emit("underrun");
+    }
+    if (!first) return;
+    st.t_first_scheduled = performance.now();
+    st.first_start_ctx_s = startS;
+    st.first_sound_at = perfAtContextTime(startS);
+    st.click_to_sound_ms = st.first_sound_at - st.t_click;
+    // Re-read the clock mapping once the first sample should be out, and tell listeners.
+    setTimeout(() => {
+      if (player.active !== r) return;
       st.first_sound_at = perfAtContextTime(startS);
       st.click_to_sound_ms = st.first_sound_at - st.t_click;
-      // Re-read the clock mapping once the sample should be out, and tell listeners.
-      const wait = Math.max(0, st.first_sound_at - performance.now());
-      setTimeout(() => {
-        if (player.active !== run) return;
-        st.first_sound_at = perfAtContextTime(startS);
-        st.click_to_sound_ms = st.first_sound_at - st.t_click;
-        st.playing = ctx.currentTime >= startS;
-        show("playing", t("playing"));
-        emit("playing");
-      }, wait + 5);
-    }
+      st.playing = OUT.ctx.currentTime >= startS;
+      show("playing", t("playing"));
+      emit("playing");
+    }, Math.max(0, st.first_sound_at - performance.now()) + 5);
   }
 
   // --- one run -------------------------------------------------------------------------------
@@ -257,7 +178,7 @@
     player.lang = lg === "en" ? "en" : "zh";
     player.pendingClick = null;
     if (player.active) stop("restart");
-    const r = { stats: newStats(click), abort: new AbortController(), sources: [], playHeadFrame: null, endS: 0, pieces: [] };
+    const r = { stats: newStats(click), abort: new AbortController(), track: OUT.newTrack(), pieces: [] };
     player.active = r;
     player.stats = r.stats;
     hideDownload();
@@ -332,15 +253,15 @@
     }
     if (player.active !== r) return;
     st.t_done = performance.now();
-    st.playback_end_at = player.ctx ? perfAtContextTime(r.endS) : null;
-    st.status = "done";
-    offerDownload(wavBlob(r.pieces, sr), st.job_id);
+    st.playback_end_at = OUT.ctx ? perfAtContextTime(r.track.endS) : null;
+    offerDownload(OUT.wavBlob(r.pieces, sr), st.job_id);
     let result = null; // the job summary is recorded as the response ends: retry briefly
     for (let i = 0; i < 5 && !(result && result.result); i++) {
       if (i) await new Promise((ok) => setTimeout(ok, 100));
       result = await jobInfo(st.job_id);
     }
     st.result = result && result.result || null;
+    st.status = "done";
     show("done", doneLine(st));
     emit("done");
     player.runs.push(st);
@@ -393,27 +314,22 @@
     emit(kind);
     player.runs.push(r.stats);
     player.active = null;
-    silence(r);
+    OUT.silence(r.track);
   }
 
-  function silence(r) {
-    for (const s of r.sources) { try { s.stop(); } catch (e) { /* not started */ } }
-    r.sources = [];
-    if (player.gain && player.ctx) {
-      const g = player.gain.gain, now = player.ctx.currentTime;
-      g.cancelScheduledValues(now);
-      g.setValueAtTime(g.value, now);
-      g.linearRampToValueAtTime(0, now + FADE_S);
-    }
-  }
-
-  /** Stop the current run: abort the fetch (the server cancels the job) and silence it. */
+  /** Stop the current run: abort the fetch (the server cancels the job) and silence it. A run
+   *  whose stream has already ended is only silenced (its stats stay "done"). */
   function stop(reason) {
     const r = player.active;
     if (!r) return false;
     player.active = null;
+    const playing = OUT.ctx && OUT.ctx.currentTime < r.track.endS;
+    OUT.silence(r.track);
+    if (r.stats.status === "done") {
+      if (playing && reason !== "restart") show("info", t("stopped"));
+      return playing;
+    }
     r.abort.abort();
-    silence(r);
     r.stats.status = "stopped";
     r.stats.t_done = performance.now();
     if (reason !== "restart") { show("info", t("stopped")); emit("stopped"); }
