@@ -14,9 +14,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -30,65 +27,16 @@ import soundfile as sf
 from gradio_client import Client, handle_file
 
 from cosyweb.ui.blocks import example_rows
+from serving_app import AppProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 BUSY_ZH = "系统繁忙，请稍后再试"
 BUSY_EN = "System busy, please try again later"
-READY_TIMEOUT_S = 240.0
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
 
 # --- app processes -------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class AppProcess:
-    """``python app.py --port <free> ...`` with its output in a log file."""
-
-    def __init__(self, tmp: Path, *args: str) -> None:
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = tmp / f"app-{self.port}.log"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("COSYWEB_")}
-        env.update(COSYWEB_OUTPUT_DIR=str(tmp / "outputs"), PYTHONUNBUFFERED="1", GRADIO_ANALYTICS_ENABLED="False")
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "app.py", "--port", str(self.port), *args],
-            cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-        )
-
-    def log(self) -> str:
-        return self.log_path.read_text(encoding="utf-8", errors="replace")
-
-    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                pytest.fail(f"app exited with {self.proc.returncode} before it was ready:\n{self.log()[-3000:]}")
-            try:
-                if httpx.get(self.url + "/readyz", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
-        pytest.fail(f"app not ready within {timeout_s} s:\n{self.log()[-3000:]}")
-
-    def stop(self, timeout_s: float = 60.0) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._log.close()
-        return self.proc.returncode
-
-
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     proc = AppProcess(tmp_path_factory.mktemp("app"))
