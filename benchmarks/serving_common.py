@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SHARED_PROMPTS = ROOT.parent / "shared" / "prompts"
 BUSY_ZH = "系统繁忙，请稍后再试"
 
-#: Prompts the lite engine cannot clone well or that are too hard for a fair benchmark are still
-#: included; only files the decoder cannot read would be skipped (none are).
+#: Synthesis texts of the load benchmarks: two sentences each (a short first segment, then one
+#: or two later segments), Mandarin with an annotation and numbers, and English.
 TEXTS = (
     "希望你以后能够做的比我还好呦。今天天气很好，我们一起去公园散步吧。",
     "那等我们到海洋馆之后，给妈妈买个礼物，好不好呀？然后我们一起回家吃饭。",

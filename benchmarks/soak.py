@@ -150,8 +150,10 @@ class Soak:
             t.join()
 
 
-#: uvicorn closes idle keep-alive connections after 5 s; wait that out before counting descriptors.
-IDLE_S = 6.0
+#: Measurements are taken after this long idle: uvicorn closes idle keep-alive connections after
+#: 5 s, and the server returns freed heap pages every 10 s (``malloc_trim``, cosyweb.server.run),
+#: so every snapshot sees the same state rather than a random point of the trim cycle.
+IDLE_S = 12.0
 
 
 def snapshot(server: AppServer) -> dict:
@@ -181,7 +183,7 @@ def main() -> int:
         soak = Soak(server, sources, server.workdir)
         n_rest = args.requests - args.warmup
         n_seq = n_rest // 3
-        soak.run(0, args.warmup, 2)
+        soak.run(0, args.warmup, args.clients)
         base = snapshot(server)
         print(f"after warm-up ({args.warmup} requests, {time.monotonic() - t_start:.0f} s): {base}", flush=True)
         trace = [base]
