@@ -15,10 +15,7 @@ import csv
 import os
 import re
 import shutil
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,6 +26,10 @@ from typing import Any, Optional
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from serving_app import AppProcess, free_port  # noqa: E402,F401  (the project's one app launcher)
+
 SHARED_PROMPTS = ROOT.parent / "shared" / "prompts"
 BUSY_ZH = "系统繁忙，请稍后再试"
 
@@ -41,13 +42,6 @@ TEXTS = (
     "她[h][ào]干净，今天是2026年11月30日。晚上七点半我们在学校门口见面。",
     "上次你说鞋子有点磨脚，我给你买了一双软软的鞋垫，你试试看合不合适。",
 )
-
-
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def real_prompts(directory: Path = SHARED_PROMPTS) -> list[Path]:
@@ -108,6 +102,9 @@ def scrape_metric(text: str, name: str) -> Optional[float]:
 class AppServer:
     """``python app.py`` on a free port (or an already running app at ``url``).
 
+    A local app is started with ``tests/serving_app.AppProcess`` (the project's one launcher),
+    logging at WARNING, with ``TMPDIR`` inside ``workdir`` so leaked temp files can be counted.
+
     Args:
         args: extra command-line options (``--concurrency 1`` ...).
         env: extra environment (``COSYWEB_MAX_ACTIVE_JOBS`` ...).
@@ -118,7 +115,7 @@ class AppServer:
 
     def __init__(self, args: tuple[str, ...] = (), env: Optional[dict[str, str]] = None, url: Optional[str] = None,
                  workdir: Optional[Path] = None) -> None:
-        self.proc: Optional[subprocess.Popen] = None
+        self.app: Optional[AppProcess] = None
         self._own_workdir = workdir is None and not url
         self.workdir = Path(workdir or (Path(tempfile.gettempdir()) if url else tempfile.mkdtemp(prefix="cosyweb-bench-")))
         self.output_dir = self.workdir / "outputs"
@@ -127,49 +124,30 @@ class AppServer:
         if url:
             self.url = url.rstrip("/")
             return
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
         for d in (self.output_dir, self.gradio_tmp, self.tmp_dir):
             d.mkdir(parents=True, exist_ok=True)
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith("COSYWEB_")}
-        full_env.update(
-            COSYWEB_OUTPUT_DIR=str(self.output_dir), GRADIO_TEMP_DIR=str(self.gradio_tmp), TMPDIR=str(self.tmp_dir),
-            PYTHONUNBUFFERED="1", GRADIO_ANALYTICS_ENABLED="False", COSYWEB_LOG_LEVEL="WARNING",
-        )
-        full_env.update(env or {})
-        self.log_path = self.workdir / "app.log"
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            [sys.executable, "app.py", "--host", "127.0.0.1", "--port", str(self.port), *args],
-            cwd=ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
-        )
+        self.app = AppProcess(self.workdir, *args,
+                              env={"TMPDIR": str(self.tmp_dir), "COSYWEB_LOG_LEVEL": "WARNING", **(env or {})})
+        self.port, self.url = self.app.port, self.app.url
 
     @property
     def pid(self) -> Optional[int]:
-        return self.proc.pid if self.proc is not None else None
+        """The local server's process id (None for a remote app)."""
+        return self.app.pid if self.app is not None else None
 
     def wait_ready(self, timeout_s: float = 240.0) -> "AppServer":
-        """Block until ``/readyz`` answers 200.
+        """Block until ``/readyz`` answers 200 (a remote app: once, then trusted).
 
         Raises:
             RuntimeError: the process exited or did not get ready in time (with its log tail).
         """
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
-                raise RuntimeError(f"app exited with {self.proc.returncode}:\n{self.log_tail()}")
-            try:
-                if httpx.get(self.url + "/readyz", timeout=2).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.3)
-        raise RuntimeError(f"app not ready within {timeout_s} s:\n{self.log_tail()}")
+        if self.app is not None:
+            self.app.wait_ready(timeout_s)
+        return self
 
     def log_tail(self, n_chars: int = 3000) -> str:
-        if self.proc is None:
-            return ""
-        return self.log_path.read_text(encoding="utf-8", errors="replace")[-n_chars:]
+        """The last ``n_chars`` characters of the local server's log ("" for a remote app)."""
+        return self.app.log()[-n_chars:] if self.app is not None else ""
 
     def rss_mb(self) -> float:
         """Current RSS of the server, MiB (from ``/metrics`` for a remote app)."""
@@ -194,20 +172,14 @@ class AppServer:
         return httpx.get(self.url + "/api/v1/stats", timeout=10).json()
 
     def stop(self, timeout_s: float = 90.0) -> Optional[int]:
-        """SIGTERM and wait; returns the exit status (None for a remote app)."""
-        if self.proc is None:
+        """SIGTERM and wait; returns the exit status (None for a remote app). A temp workdir
+        of a cleanly stopped server is removed."""
+        if self.app is None:
             return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._log.close()
-        if self._own_workdir and self.proc.returncode == 0:
+        rc = self.app.stop(timeout_s)
+        if self._own_workdir and rc == 0:
             shutil.rmtree(self.workdir, ignore_errors=True)
-        return self.proc.returncode
+        return rc
 
     def __enter__(self) -> "AppServer":
         return self.wait_ready()

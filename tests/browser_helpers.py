@@ -1,6 +1,7 @@
 """Helpers of the real-browser tests (``tests/test_browser_*.py``) and of
-``benchmarks/click_to_sound.py``: a ``python app.py`` process on a free port, headless Debian
-chromium through playwright, and page actions on the cosyweb UI (by ``elem_id``).
+``benchmarks/click_to_sound.py``: headless Debian chromium through playwright and page actions
+on the cosyweb UI (by ``elem_id``); the app process itself is :class:`serving_app.AppProcess`
+(re-exported here).
 
 Chromium flags: the issue's list, plus ``--autoplay-policy=no-user-gesture-required``. Our
 clicks are trusted input events, but Gradio's HLS ``<audio autoplay>`` starts playing only
@@ -11,18 +12,11 @@ the click and needs no flag).
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
-import httpx
+from serving_app import AppError, AppProcess  # noqa: F401  (re-exported)
 
-ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -31,72 +25,7 @@ CHROMIUM_ARGS = [
 ]
 BUSY_ZH = "系统繁忙，请稍后再试"
 BUSY_EN = "System busy, please try again later"
-READY_TIMEOUT_S = 240.0
 VIEWPORT = {"width": 1280, "height": 1500}
-
-
-class AppError(RuntimeError):
-    """The app process did not start or become ready."""
-
-
-def free_port() -> int:
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class AppProcess:
-    """``python app.py --port <free port> *args`` with its output in ``tmp/app-<port>.log``.
-
-    Args:
-        tmp: a directory for the log and the outputs.
-        *args: more command-line flags (``--max-queue 1`` ...).
-    """
-
-    def __init__(self, tmp: Path, *args: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = tmp / f"app-{self.port}.log"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("COSYWEB_")}
-        env.update(COSYWEB_OUTPUT_DIR=str(tmp / "outputs"), PYTHONUNBUFFERED="1", GRADIO_ANALYTICS_ENABLED="False")
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen([sys.executable, "app.py", "--port", str(self.port), *args], cwd=ROOT, env=env,
-                                     stdout=self._log, stderr=subprocess.STDOUT)
-
-    def log(self) -> str:
-        """The process output so far."""
-        return self.log_path.read_text(encoding="utf-8", errors="replace")
-
-    def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> None:
-        """Poll ``/readyz`` until 200.
-
-        Raises:
-            AppError: the process exited or was not ready in time (with the log's tail).
-        """
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AppError(f"app exited with {self.proc.returncode}:\n{self.log()[-3000:]}")
-            try:
-                if httpx.get(self.url + "/readyz", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.3)
-        raise AppError(f"app not ready within {timeout_s} s:\n{self.log()[-3000:]}")
-
-    def stop(self, timeout_s: float = 30.0) -> Optional[int]:
-        """SIGTERM, then SIGKILL after ``timeout_s``; returns the exit status."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._log.close()
-        return self.proc.returncode
 
 
 def launch_browser(playwright: Any) -> Any:

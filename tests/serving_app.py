@@ -1,7 +1,11 @@
-"""A real ``python app.py`` process for the serving integration tests (not a test module).
+"""A real ``python app.py`` process, for the serving and browser tests and the benchmarks.
 
-Free localhost port, its own output and temp directories, readiness through ``/readyz``,
-SIGTERM then kill in ``stop`` (always call it in ``finally``).
+Not a test module. The one launcher of the project's out-of-process checks:
+``tests/test_serving_*.py``, ``tests/test_integration_gradio.py``, ``tests/browser_helpers.py``
+and ``benchmarks/serving_common.py`` all start the app through :class:`AppProcess`.
+
+Free localhost port, its own output and Gradio temp directories, readiness through ``/readyz``,
+SIGTERM then kill in :meth:`AppProcess.stop` (always call it in ``finally``).
 """
 
 from __future__ import annotations
@@ -16,10 +20,13 @@ from pathlib import Path
 from typing import Optional
 
 import httpx
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 READY_TIMEOUT_S = 240.0
+
+
+class AppError(RuntimeError):
+    """The app process exited early or did not become ready in time (message: its log's tail)."""
 
 
 def free_port() -> int:
@@ -30,15 +37,29 @@ def free_port() -> int:
 
 
 class AppProcess:
-    """``python app.py --port <free> *args`` with ``env`` added; output in ``<tmp>/app-<port>.log``."""
+    """``python app.py --host 127.0.0.1 --port <free port> *args``.
+
+    The environment is this process's without any ``COSYWEB_*`` variable, plus
+    ``COSYWEB_OUTPUT_DIR=<tmp>/outputs`` and ``GRADIO_TEMP_DIR=<tmp>/gradio``, plus ``env``.
+
+    Args:
+        tmp: a directory for the log (``app-<port>.log``), the outputs and Gradio's uploads.
+        *args: more command-line flags (``--max-queue 1`` ...).
+        env: more environment variables (they win over the defaults above).
+
+    Attributes:
+        port, url: where it listens (``http://127.0.0.1:<port>``).
+        log_path: its combined stdout/stderr.
+        proc: the :class:`subprocess.Popen`.
+    """
 
     def __init__(self, tmp: Path, *args: str, env: Optional[dict[str, str]] = None) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = tmp / f"app-{self.port}.log"
+        self.log_path = Path(tmp) / f"app-{self.port}.log"
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("COSYWEB_")}
-        full_env.update(COSYWEB_OUTPUT_DIR=str(tmp / "outputs"), PYTHONUNBUFFERED="1", GRADIO_ANALYTICS_ENABLED="False",
-                        GRADIO_TEMP_DIR=str(tmp / "gradio"))
+        full_env.update(COSYWEB_OUTPUT_DIR=str(Path(tmp) / "outputs"), GRADIO_TEMP_DIR=str(Path(tmp) / "gradio"),
+                        PYTHONUNBUFFERED="1", GRADIO_ANALYTICS_ENABLED="False")
         full_env.update(env or {})
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
@@ -46,24 +67,35 @@ class AppProcess:
             cwd=ROOT, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
         )
 
+    @property
+    def pid(self) -> int:
+        """The process id."""
+        return self.proc.pid
+
     def log(self) -> str:
+        """The process output so far."""
         return self.log_path.read_text(encoding="utf-8", errors="replace")
 
     def wait_ready(self, timeout_s: float = READY_TIMEOUT_S) -> "AppProcess":
+        """Poll ``/readyz`` until it answers 200; returns ``self``.
+
+        Raises:
+            AppError: the process exited, or was not ready within ``timeout_s`` seconds.
+        """
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                pytest.fail(f"app exited with {self.proc.returncode} before it was ready:\n{self.log()[-3000:]}")
+                raise AppError(f"app exited with {self.proc.returncode} before it was ready:\n{self.log()[-3000:]}")
             try:
                 if httpx.get(self.url + "/readyz", timeout=2).status_code == 200:
                     return self
             except httpx.HTTPError:
                 pass
             time.sleep(0.3)
-        pytest.fail(f"app not ready within {timeout_s} s:\n{self.log()[-3000:]}")
+        raise AppError(f"app not ready within {timeout_s} s:\n{self.log()[-3000:]}")
 
     def stop(self, timeout_s: float = 60.0) -> Optional[int]:
-        """SIGTERM, wait, kill if needed; returns the exit status."""
+        """SIGTERM, wait up to ``timeout_s`` seconds, then SIGKILL; returns the exit status."""
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:

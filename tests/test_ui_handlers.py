@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 from fakes import FakeEngine, Gate, service_factory, wait_until  # noqa: F401
+from ui_fixtures import make_ui, zh_prompt  # noqa: F401
 
 from cosyweb.audio.encode import to_int16
 from cosyweb.errors import InvalidInputError
@@ -29,21 +30,6 @@ BUSY_EN = "System busy, please try again later"
 def req(session: str = "s1") -> SimpleNamespace:
     """Stands in for gr.Request (only session_hash is read)."""
     return SimpleNamespace(session_hash=session)
-
-
-@pytest.fixture
-def zh_prompt(shared_prompts: Path) -> str:
-    return str(shared_prompts / "cosyvoice__zero_shot_prompt.wav")
-
-
-@pytest.fixture
-def make_ui(service_factory, tmp_path):
-    def make(engine: FakeEngine | None = None, **settings):
-        engine = engine or FakeEngine(n_chunks=2, chunk_samples=1600)
-        svc = service_factory(engine, output_dir=tmp_path / "out", **settings)
-        return UIHandlers(svc, svc.settings), svc, engine
-
-    return make
 
 
 def stream(h: UIHandlers, prompt, text: str, *, lang="zh", session="s1", dialect="mandarin", emotion="none",

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from types import SimpleNamespace
 
 import gradio as gr
 import pytest
 from fakes import FakeEngine, Gate, service_factory, wait_until  # noqa: F401
+from ui_fixtures import make_ui, zh_prompt  # noqa: F401
 
 from cosyweb.ui.blocks import build_blocks
-from cosyweb.ui.handlers import UIHandlers
 from cosyweb.ui.player import ELEM_IDS, PCM_OUT_JS_PATH, PLAYER_JS_PATH, player_head, player_strings
 
 pytestmark = pytest.mark.timeout(60)
@@ -26,21 +25,6 @@ BUSY_EN = "System busy, please try again later"
 def req(session: str, user: str = "app") -> SimpleNamespace:
     """Stands in for gr.Request: the session, and ``x-gradio-user`` (``app``: the web page)."""
     return SimpleNamespace(session_hash=session, headers={"x-gradio-user": user})
-
-
-@pytest.fixture
-def zh_prompt(shared_prompts: Path) -> str:
-    return str(shared_prompts / "cosyvoice__zero_shot_prompt.wav")
-
-
-@pytest.fixture
-def make_ui(service_factory, tmp_path):
-    def make(engine: FakeEngine | None = None, **settings):
-        engine = engine or FakeEngine(n_chunks=2, chunk_samples=1600)
-        svc = service_factory(engine, output_dir=tmp_path / "out", **settings)
-        return UIHandlers(svc, svc.settings), svc, engine
-
-    return make
 
 
 # --- the head --------------------------------------------------------------------------------
