@@ -16,8 +16,9 @@ import socket
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import httpx
 
@@ -105,6 +106,27 @@ class AppProcess:
                 self.proc.wait(10)
         self._log.close()
         return self.proc.returncode
+
+
+@contextmanager
+def running_app(tmp: Path, *args: str, env: Optional[dict[str, str]] = None,
+                check_exit: bool = False) -> Iterator[AppProcess]:
+    """An :class:`AppProcess` that is ready inside the ``with`` block and stopped after it.
+
+    Args:
+        tmp, args, env: as for :class:`AppProcess`.
+        check_exit: after a SIGTERM, the app must exit with status 0 (a graceful shutdown).
+
+    Raises:
+        AppError: it did not get ready, or ``check_exit`` and it exited with another status.
+    """
+    proc = AppProcess(tmp, *args, env=env)
+    try:
+        yield proc.wait_ready()
+    finally:
+        rc = proc.stop()
+    if check_exit and rc != 0:
+        raise AppError(f"SIGTERM should end the app cleanly, got exit status {rc}:\n{proc.log()[-2000:]}")
 
 
 def register_prompt(url: str, path: Path, key: str = "test") -> str:

@@ -14,7 +14,6 @@ import pytest
 from browser_helpers import (
     BUSY_EN,
     BUSY_ZH,
-    AppProcess,
     open_app,
     screenshot,
     set_text,
@@ -22,6 +21,7 @@ from browser_helpers import (
     use_player,
     wait_player_end,
 )
+from serving_app import running_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -33,12 +33,8 @@ N_PAGES = 5
 
 @pytest.fixture(scope="module")
 def busy_app(tmp_path_factory):
-    proc = AppProcess(tmp_path_factory.mktemp("browser-busy"), "--max-queue", "1", "--concurrency", "1")
-    try:
-        proc.wait_ready()
+    with running_app(tmp_path_factory.mktemp("browser-busy"), "--max-queue", "1", "--concurrency", "1") as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 def _stats(url: str) -> dict:

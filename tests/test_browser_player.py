@@ -21,7 +21,6 @@ import numpy as np
 import pytest
 import soundfile as sf
 from browser_helpers import (
-    AppProcess,
     open_app,
     screenshot,
     set_text,
@@ -29,6 +28,7 @@ from browser_helpers import (
     wait_player_end,
     wait_player_playing,
 )
+from serving_app import running_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -42,12 +42,8 @@ RESTART_LEAD_S = 0.05  # player.js
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    proc = AppProcess(tmp_path_factory.mktemp("browser-player"))
-    try:
-        proc.wait_ready()
+    with running_app(tmp_path_factory.mktemp("browser-player")) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 @pytest.fixture

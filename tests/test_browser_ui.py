@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 import soundfile as sf
 from browser_helpers import (
-    AppProcess,
     audio_context_time,
     body_text,
     choose,
@@ -32,6 +31,7 @@ from browser_helpers import (
     wait_player_end,
     wait_player_playing,
 )
+from serving_app import running_app
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -41,12 +41,8 @@ ANNOTATED = "她[h][ào]干净，今天是2026年11月30日。"
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    proc = AppProcess(tmp_path_factory.mktemp("browser-app"))
-    try:
-        proc.wait_ready()
+    with running_app(tmp_path_factory.mktemp("browser-app")) as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 @pytest.fixture

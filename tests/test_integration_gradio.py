@@ -25,9 +25,9 @@ import numpy as np
 import pytest
 import soundfile as sf
 from gradio_client import Client, handle_file
+from serving_app import AppProcess, running_app
 
 from cosyweb.ui.blocks import example_rows
-from serving_app import AppProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 BUSY_ZH = "系统繁忙，请稍后再试"
@@ -39,23 +39,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 # --- app processes -------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    proc = AppProcess(tmp_path_factory.mktemp("app"))
-    try:
-        proc.wait_ready()
+    with running_app(tmp_path_factory.mktemp("app"), check_exit=True) as proc:
         yield proc
-    finally:
-        rc = proc.stop()
-    assert rc == 0, f"SIGTERM should end the app cleanly, got {rc}:\n{proc.log()[-2000:]}"
 
 
 @pytest.fixture(scope="module")
 def busy_app(tmp_path_factory):
-    proc = AppProcess(tmp_path_factory.mktemp("busy"), "--max-queue", "1", "--concurrency", "1")
-    try:
-        proc.wait_ready()
+    with running_app(tmp_path_factory.mktemp("busy"), "--max-queue", "1", "--concurrency", "1") as proc:
         yield proc
-    finally:
-        proc.stop()
 
 
 @pytest.fixture(scope="module")

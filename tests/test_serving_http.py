@@ -16,7 +16,7 @@ import httpx
 import numpy as np
 import pytest
 import soundfile as sf
-from serving_app import AppProcess, register_prompt
+from serving_app import register_prompt, running_app
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
 
@@ -25,13 +25,9 @@ LONG_TEXT = "希望你以后能够做的比我还好呦。今天天气很好，�
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
-    proc = AppProcess(tmp_path_factory.mktemp("serving"), "--max-queue", "0", "--concurrency", "1",
-                      env={"COSYWEB_MAX_ACTIVE_JOBS": "1"})
-    try:
-        yield proc.wait_ready()
-    finally:
-        rc = proc.stop()
-    assert rc == 0, proc.log()[-2000:]
+    with running_app(tmp_path_factory.mktemp("serving"), "--max-queue", "0", "--concurrency", "1",
+                     env={"COSYWEB_MAX_ACTIVE_JOBS": "1"}, check_exit=True) as proc:
+        yield proc
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,13 @@ from fakes import FakeEngine, Gate, service_factory, wait_until  # noqa: F401
 from ui_fixtures import make_ui, zh_prompt  # noqa: F401
 
 from cosyweb.ui.blocks import build_blocks
-from cosyweb.ui.player import ELEM_IDS, PCM_OUT_JS_PATH, PLAYER_JS_PATH, player_head, player_strings
+from cosyweb.ui.player import (
+    ELEM_IDS,
+    PCM_OUT_JS_PATH,
+    PLAYER_JS_PATH,
+    player_head,
+    player_strings,
+)
 
 pytestmark = pytest.mark.timeout(60)
 

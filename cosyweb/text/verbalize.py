@@ -34,6 +34,15 @@ def _clean(num: str) -> str:
     return num.replace(",", "").replace("，", "").replace("−", "-").strip()
 
 
+def _number_parts(num: str, max_digits: int) -> tuple[bool, str, str, bool]:
+    """``(negative, integer digits, fraction digits, read digit by digit)`` of a number string;
+    digit by digit when the integer part is longer than ``max_digits`` or has a leading 0."""
+    num = _clean(num)
+    int_part, _, frac = num.lstrip("+-").partition(".")
+    by_digit = len(int_part) > max_digits or (len(int_part) > 1 and int_part.startswith("0"))
+    return num.startswith("-"), int_part, frac, by_digit
+
+
 # ---------------------------------------------------------------- Chinese
 def zh_digits(num: str, one_as_yao: bool = False) -> str:
     """Read a digit string digit by digit: ``"2026"`` -> 二零二六; with ``one_as_yao`` 1 is 幺."""
@@ -43,17 +52,11 @@ def zh_digits(num: str, one_as_yao: bool = False) -> str:
 
 def zh_cardinal(num: str) -> str:
     """``"12.5"`` -> 十二点五, ``"-3"`` -> 负三, ``"1,234"`` -> 一千二百三十四; huge or 0-led: digit by digit."""
-    num = _clean(num)
-    sign = "负" if num.startswith("-") else ""
-    num = num.lstrip("+-")
-    int_part, _, frac = num.partition(".")
-    if len(int_part) > ZH_MAX_DIGITS or (len(int_part) > 1 and int_part.startswith("0")):
-        words = zh_digits(int_part)
-    else:
-        words = cn2an.an2cn(int_part or "0", "low")
+    negative, int_part, frac, by_digit = _number_parts(num, ZH_MAX_DIGITS)
+    words = zh_digits(int_part) if by_digit else cn2an.an2cn(int_part or "0", "low")
     if frac:
         words += "点" + zh_digits(frac)
-    return sign + words
+    return ("负" if negative else "") + words
 
 
 def zh_time(hour: str, minute: str, second: str | None = None) -> str:
@@ -106,17 +109,11 @@ def en_digits(num: str) -> str:
 
 def en_cardinal(num: str) -> str:
     """``"12.5"`` -> "twelve point five", ``"-3"`` -> "minus three"; huge or 0-led: digit by digit."""
-    num = _clean(num)
-    sign = "minus " if num.startswith("-") else ""
-    num = num.lstrip("+-")
-    int_part, _, frac = num.partition(".")
-    if len(int_part) > EN_MAX_DIGITS or (len(int_part) > 1 and int_part.startswith("0")):
-        words = en_digits(int_part)
-    else:
-        words = _n2w(int(int_part or "0"))
+    negative, int_part, frac, by_digit = _number_parts(num, EN_MAX_DIGITS)
+    words = en_digits(int_part) if by_digit else _n2w(int(int_part or "0"))
     if frac:
         words += " point " + en_digits(frac)
-    return sign + words
+    return ("minus " if negative else "") + words
 
 
 def en_ordinal(num: str) -> str:

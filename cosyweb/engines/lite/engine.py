@@ -19,7 +19,7 @@ import numpy as np
 
 from cosyweb.audio.types import PromptAudio
 from cosyweb.engines.base import Engine, EngineCapabilities, Voice
-from cosyweb.engines.lite import adapt, durations, profile, prosody, render
+from cosyweb.engines.lite import adapt, cpu_share, durations, profile, prosody, render
 from cosyweb.errors import CosywebError, EngineError, StartupError
 from cosyweb.options import Mode, SynthesisOptions
 from cosyweb.text.types import TextSegment, Token, TokenKind
@@ -125,7 +125,12 @@ class LiteEngine(Engine):
             cosyweb.errors.EngineError: any other failure.
         """
         try:
-            yield self._synthesize(voice, segment, options)
+            if segment.index == 0:
+                with cpu_share.first_segment():
+                    audio = self._synthesize(voice, segment, options)
+            else:
+                audio = self._synthesize(voice, segment, options)
+            yield audio
         except CosywebError:
             raise
         except Exception as e:  # one job fails, with its reason; the worker carries on
@@ -149,6 +154,9 @@ class LiteEngine(Engine):
         if not rendered.units or not len(rendered.samples):
             return np.zeros(len(rendered.samples), np.float32)
         sr = rendered.sample_rate
+        later = segment.index > 0  # steps aside for first segments before its heavy stages (cpu_share)
+        if later:
+            cpu_share.yield_to_first_segments()
         frames = adapt.analyze(rendered.samples, sr, rendered.const_f0_hz)
         n_in = len(frames.times_s)
         frames, units = durations.lengthen_phrase_ends(frames, rendered.units)
@@ -159,6 +167,8 @@ class LiteEngine(Engine):
         target = adapt.Target(prof.warp, prof.mcep_delta, prof.frames, prof.unvoiced_delta, prof.unvoiced_frames)
         log_sp = adapt.convert_envelope(frames, sr, target)
         ap = adapt.synthetic_aperiodicity(frames.voiced, log_sp.shape[1], sr)
+        if later:
+            cpu_share.yield_to_first_segments()
         y = adapt.resynthesize(f0, log_sp, ap, sr)
         y = adapt.match_loudness(y, sr, prof.loudness_dbfs, style.gain)
         return y[:n_samples]
