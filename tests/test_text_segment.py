@@ -50,6 +50,18 @@ def test_first_segment_reaches_a_nearby_comma():
     assert segs[0].text == "我们今天下午一起去公园散步了，"
 
 
+def test_first_sentence_without_a_comma_stays_whole_when_it_is_near_the_target():
+    # 15 characters, no clause pause: not cut between 还 and 好 (1.5 x 12 = 18 reach)
+    segs = analyze("希望你以后能够做的比我还好呦。今天天气很好，我们一起去公园散步吧。", first_segment_chars=12)
+    assert segs[0].text == "希望你以后能够做的比我还好呦。"
+    # a clause pause within the target still wins: the first chunk stays short
+    segs = analyze("你好，我是小明，很高兴认识你。", first_segment_chars=12)
+    assert segs[0].text == "你好，我是小明，"
+    # beyond the reach: cut between tokens within the target
+    segs = analyze("我们今天下午一起去公园散步然后去银行取钱吧。", first_segment_chars=12)
+    assert len(segs[0].text) == 12
+
+
 def test_short_sentences_are_packed():
     segs = analyze("你好。我很好。谢谢。再见。", first_segment_chars=20, segment_chars=60)
     assert [s.text for s in segs] == ["你好。我很好。谢谢。再见。"]

@@ -7,7 +7,8 @@ Rules (lengths are display characters, tags count 0):
 * Segments pack whole sentences up to a limit: ``first_chars`` for the first segment (short,
   so the first audio chunk comes early), ``max_chars`` for the later ones.
 * A sentence longer than the limit is cut at the last clause pause (，、；： …) within the
-  limit; for the first segment, else at the first clause pause within 1.5 × ``first_chars``;
+  limit; for the first segment, else at the first clause pause within 1.5 × ``first_chars``,
+  else at the sentence end when the whole sentence is within 1.5 × ``first_chars``;
   else between two tokens within the limit.
 * A cut is never inside an annotation or an English word (both are single items), inside a
   spelled-out number (一百二十三, "one hundred and twenty-three") or a ``<strong>…</strong>`` span,
@@ -102,7 +103,8 @@ class _Cutter:
                     clause_near = b
             if fits:
                 hard = b
-        for choice in (clause_fit, clause_near, hard, first):
+        whole = e if self.length(s, e) <= reach else None  # the sentence end is the best pause
+        for choice in (clause_fit, clause_near, whole, hard, first):
             if choice is not None:
                 return choice
         return e
