@@ -73,8 +73,8 @@ class Settings(BaseSettings):
     min_speech_s: float = Field(1.0, gt=0, description="Prompts with less speech are rejected.")
     prompt_sample_rate: int = Field(24000, ge=8000, description="Rate prompts are resampled to, Hz.")
     max_text_chars: int = Field(5000, ge=1, description="Longest synthesis text, in characters.")
-    first_segment_chars: int = Field(12, ge=2, description="Target length of the first streamed segment.")
-    segment_chars: int = Field(60, ge=4, description="Target length of later segments.")
+    first_segment_chars: int = Field(12, ge=2, description="Target length of the first streamed segment, in syllables (1 per Han character).")
+    segment_chars: int = Field(60, ge=4, description="Target length of later segments, in syllables (1 per Han character).")
 
     @field_validator("auth")
     @classmethod

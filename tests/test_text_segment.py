@@ -81,7 +81,16 @@ def test_english_words_are_never_split():
     segs = analyze(text, first_segment_chars=12, segment_chars=20)
     words = re.findall(r"[A-Za-z]+", text)
     assert [w for s in segs for w in re.findall(r"[A-Za-z]+", s.text)] == words
-    assert segs[0].text == "Extraordinary"
+    assert segs[0].text == "Extraordinary circumstances"  # lengths are syllables, not letters
+
+
+def test_english_first_segment_is_measured_in_syllables():
+    # "The weather is lovely today," is 8 syllables (28 letters): the first clause, not "The weather"
+    segs = analyze("The weather is lovely today, so let us go for a walk in the park.")
+    assert [s.text for s in segs] == ["The weather is lovely today,", "so let us go for a walk in the park."]
+    # Chinese lengths stay one per character
+    segs = analyze("我们今天下午一起去公园散步然后去银行取钱吧。", first_segment_chars=12)
+    assert len(segs[0].text) == 12
 
 
 def test_annotation_and_arpabet_never_split():
@@ -104,14 +113,14 @@ def test_strong_span_is_never_split():
 
 
 def test_spelled_out_number_is_never_split():
-    segs = analyze("你好 world 123", first_segment_chars=12, segment_chars=12)
+    segs = analyze("你好 world 123", first_segment_chars=4, segment_chars=12)
     assert [s.text for s in segs] == ["你好 world", "one hundred and twenty-three"]
     segs = analyze("共12345678人", first_segment_chars=3, segment_chars=3)
     assert any("一千二百三十四万五千六百七十八" in s.text for s in segs)
 
 
 def test_opening_quote_stays_with_the_text_after_it():
-    segs = analyze('He said "hi". She left.', first_segment_chars=9, segment_chars=60)
+    segs = analyze('He said "hi". She left.', first_segment_chars=2, segment_chars=60)  # 2 syllables
     assert segs[0].text == "He said"
     assert segs[1].text.startswith('"hi"')
 
@@ -129,7 +138,7 @@ def test_closing_quote_stays_with_its_sentence():
 
 
 def test_n_syllables_per_segment():
-    segs = analyze("你好，世界。Hello world!", first_segment_chars=3, segment_chars=12)
+    segs = analyze("你好，世界。Hello world!", first_segment_chars=3, segment_chars=4)
     assert [s.n_syllables for s in segs] == [2, 2, 3]
     assert sum(s.n_syllables for s in segs) == 7
 

@@ -88,8 +88,9 @@ def analyze(
         language: None detects runs (Han -> ``"zh"``, Latin -> ``"en"``); ``"zh"`` reads Han as
             Mandarin; ``"yue"`` reads Han as Cantonese (tokens get ``jyutping`` and ``pinyin``);
             ``"en"`` reads numbers and symbols in English (Han stays Mandarin, Latin English).
-        first_segment_chars: target length of the first segment, in display characters.
-        segment_chars: maximum length of later segments, in display characters.
+        first_segment_chars: target length of the first segment, in syllables (one per Han
+            character; English words by their syllables; punctuation one per character).
+        segment_chars: maximum length of later segments, in the same units.
         max_chars: the longest accepted text, in characters.
 
     Returns:

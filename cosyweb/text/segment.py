@@ -1,6 +1,8 @@
 """Sentence splitting for streaming: cut the item list into sentence-sized segments.
 
-Rules (lengths are display characters, tags count 0):
+Rules. Lengths are spoken lengths (:func:`spoken_length`): one per Han character (so for
+Chinese the length is the display length), syllables for English words (``"The weather"`` is 3,
+not 11), 0 for spaces and tags, one per punctuation character.
 
 * Sentences end after a sentence-final pause (。！？.!?… or a newline); closing quotes and
   brackets right after it stay with that sentence.
@@ -21,11 +23,20 @@ from __future__ import annotations
 from collections import deque
 from typing import Sequence
 
-from cosyweb.text.runs import CLOSERS, OPENERS, Item
+from cosyweb.text.runs import CLOSERS, OPENERS, Item, n_syllables
 from cosyweb.text.types import TokenKind
 
 #: The first segment may run to this multiple of ``first_chars`` to reach a clause pause.
 FIRST_SLACK = 1.5
+
+
+def spoken_length(item: Item) -> int:
+    """The length of one item for segmentation: its syllables when speakable (1 per Han
+    character, vowel phones of an ARPAbet word, an estimate for an English word), 0 for white
+    space and tags, else its display characters (punctuation)."""
+    if item.speakable:
+        return max(1, n_syllables(item))
+    return 0 if item.display.isspace() else len(item.display)
 
 
 def _allowed(items: Sequence[Item]) -> list[bool]:
@@ -76,7 +87,7 @@ class _Cutter:
         self.prefix = [0]
         self.speak = [0]
         for it in items:
-            self.prefix.append(self.prefix[-1] + len(it.display))
+            self.prefix.append(self.prefix[-1] + spoken_length(it))
             self.speak.append(self.speak[-1] + it.speakable)
 
     def length(self, s: int, e: int) -> int:
@@ -115,8 +126,8 @@ def split(items: Sequence[Item], first_chars: int, max_chars: int) -> list[tuple
 
     Args:
         items: the analysed text (see :func:`cosyweb.text.runs.build_items`).
-        first_chars: target length of the first segment, in display characters (>= 1).
-        max_chars: maximum length of the later segments, in display characters (>= 1).
+        first_chars: target length of the first segment, in :func:`spoken_length` units (>= 1).
+        max_chars: maximum length of the later segments, in the same units (>= 1).
 
     Returns:
         ``(start, end)`` item index ranges covering ``items`` in order, without gaps.
