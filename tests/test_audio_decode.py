@@ -144,7 +144,8 @@ def test_garbage_bytes_are_undecodable():
     with pytest.raises(InvalidInputError) as ei:
         decode_audio(rng.integers(0, 256, 5000, dtype=np.uint8).tobytes())
     assert ei.value.code == "prompt.undecodable"
-    assert "unknown" in ei.value.en and "无法解码" in ei.value.zh
+    assert "not a recognised audio format" in ei.value.en and "不是可识别的音频格式" in ei.value.zh
+    assert "/tmp" not in str(ei.value.details) and "cosyweb-upload" not in str(ei.value.details)  # no server paths
 
 
 def test_undecodable_message_names_the_file_type(tmp_path):
@@ -153,7 +154,8 @@ def test_undecodable_message_names_the_file_type(tmp_path):
     with pytest.raises(InvalidInputError) as ei:
         decode_audio(fake)
     assert ei.value.code == "prompt.undecodable"
-    assert ".wav" in ei.value.en and ".wav" in ei.value.zh
+    assert "not a recognised audio format, extension .wav" in ei.value.en and "扩展名 .wav" in ei.value.zh
+    assert str(tmp_path) not in str(ei.value.details)
     pdf = tmp_path / "doc.pdf"
     pdf.write_bytes(b"%PDF-1.4\n" + b"x" * 2000)
     with pytest.raises(InvalidInputError) as ei:

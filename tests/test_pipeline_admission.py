@@ -122,6 +122,7 @@ def test_per_client_limit(service_factory):
     assert isinstance(exc_info.value, BusyError)
     assert exc_info.value.code == "busy.client_limit"
     assert "系统繁忙" in exc_info.value.zh and "System busy" in exc_info.value.en
+    assert svc.metrics.value("cosyweb_jobs_refused_busy_total", {"reason": "client_limit"}) == 1
     other = submit(svc, "y1", client_id="y")  # another client is not affected
     anon = [submit(svc, f"n{i}") for i in range(2)]  # client_id=None is not limited
     gate.open()

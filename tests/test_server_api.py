@@ -80,6 +80,31 @@ def test_register_rejects_bad_uploads_with_bilingual_messages(service_factory, t
     assert r.status_code == 422 and r.json()["error"]["zh"] and r.json()["error"]["en"]
     r = client.post("/api/v1/prompts", json={"prompt_audio": "x"})
     assert r.status_code == 422 and r.json()["error"]["code"] == "request.content_type"
+    for route, extra in (("/api/v1/prompts", {}), ("/api/v1/tts", {"text": TEXT})):  # an empty file says so
+        r = client.post(route, files={"prompt_audio": ("e.wav", b"", "audio/wav")}, data=extra)
+        assert r.status_code == 422 and "文件为空" in r.json()["error"]["zh"], (route, r.text)
+        assert "the file is empty" in r.json()["error"]["en"]
+
+
+def test_a_chunked_body_over_the_limit_is_refused_while_it_is_read(service_factory, tmp_path):
+    svc, client = make(service_factory, tmp_path, max_upload_mb=1)
+    sent = []
+
+    def body():  # no Content-Length: Transfer-Encoding chunked
+        yield b'{"text": "'
+        for _ in range(64):
+            sent.append(1)
+            yield b"a" * (256 * 1024)
+        yield b'"}'
+
+    r = client.post("/api/v1/tts", content=body(), headers={"content-type": "application/json"})
+    assert r.status_code == 413 and r.json()["error"]["code"] == "request.too_large"
+    assert "上限为 1 MB" in r.json()["error"]["zh"] and "the limit is 1 MB" in r.json()["error"]["en"]
+    r = client.post("/api/v1/prompts", content=body(), headers={"content-type": "multipart/form-data; boundary=x"})
+    assert r.status_code == 413
+    assert svc.stats()["admitted"] == 0
+    r = client.get("/api/v1/info")  # the app carries on
+    assert r.status_code == 200
 
 
 # --- whole wav ------------------------------------------------------------------------------------

@@ -54,7 +54,9 @@ def test_build_options_accepts_ids_and_labels():
 @pytest.mark.parametrize(
     "kwargs, zh, en",
     [
-        (dict(dialect="klingon"), "无效的方言：klingon", "Invalid dialect: klingon"),
+        (dict(dialect="klingon"), "无效的方言：klingon（可选：mandarin, cantonese,", "Invalid dialect: klingon (choices: mandarin"),
+        (dict(emotion="bored"), "（可选：none, happy, sad, angry）", "(choices: none, happy, sad, angry)"),
+        (dict(speed=True), "无效的语速：True", "Invalid speed: True"),  # a JSON boolean is not a number
         (dict(mode="karaoke"), "无效的模式", "Invalid mode"),
         (dict(emotion="bored"), "无效的情感", "Invalid emotion"),
         (dict(speed=3.0), "无效的语速：3.0（范围 0.5–2.0）", "Invalid speed: 3.0 (range 0.5–2.0)"),

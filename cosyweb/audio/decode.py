@@ -75,10 +75,15 @@ def _missing(en_detail: str, zh_detail: str) -> InvalidInputError:
 
 
 def _undecodable(kind: str, detail: str = "") -> InvalidInputError:
+    if kind == "unknown" or kind.startswith("."):  # nothing recognised in the content: say so
+        zh_what = "文件内容不是可识别的音频格式" + (f"，扩展名 {kind}" if kind.startswith(".") else "")
+        en_what = "the content is not a recognised audio format" + (f", extension {kind}" if kind.startswith(".") else "")
+    else:
+        zh_what, en_what = f"文件类型：{kind}", f"file type: {kind}"
     return InvalidInputError(
         "prompt.undecodable",
-        f"无法解码参考音频（文件类型：{kind}），请上传 wav、mp3、flac、ogg、m4a 或 webm 格式的音频",
-        f"Could not decode the prompt audio (file type: {kind}); please upload wav, mp3, flac, ogg, m4a or webm audio",
+        f"无法解码参考音频（{zh_what}），请上传 wav、mp3、flac、ogg、m4a 或 webm 格式的音频",
+        f"Could not decode the prompt audio ({en_what}); please upload wav, mp3, flac, ogg, m4a or webm audio",
         file_type=kind,
         detail=detail[-500:],
     )
@@ -133,7 +138,9 @@ def _read_ffmpeg(path: str, kind: str, max_duration_s: float | None, timeout_s: 
             f"解码参考音频超时（超过 {timeout_s:g} 秒，文件类型：{kind}）",
             f"Decoding the prompt audio timed out after {timeout_s:g} s (file type: {kind})",
         ) from exc
-    err = proc.stderr.decode("utf-8", "replace")
+    # the decoder's own words stay in the error details, without server paths
+    err = proc.stderr.decode("utf-8", "replace").replace("file:" + os.path.abspath(path), "<upload>")
+    err = err.replace(os.path.abspath(path), "<upload>")
     if "matches no streams" in err or "does not contain any stream" in err:
         raise _missing(f"the {kind} file has no audio track", f"{kind} 文件中没有音轨")
     got = _read_soundfile(io.BytesIO(proc.stdout), None) if proc.returncode == 0 else None

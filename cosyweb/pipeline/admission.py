@@ -108,7 +108,7 @@ class Admission:
             BusyError: no free slot and the queue is full in jobs or in audio seconds.
         """
         if client_id is not None and self._per_client[client_id] >= self.per_client_jobs:
-            raise ClientLimitError(self.per_client_jobs, client_jobs=self._per_client[client_id])
+            raise ClientLimitError(self.per_client_jobs, client_jobs=self._per_client[client_id], reason="client_limit")
         if self.has_free_slot():
             return
         if len(self.waiting) >= self.max_queue:

@@ -207,7 +207,7 @@ async def register_prompt(request: Request) -> JSONResponse:
             else:
                 raise InvalidInputError("request.unknown_field", f"未知字段「{name}」", f"Unknown field '{name}'",
                                         field=name)
-    if not audio:
+    if audio is None:  # an empty file goes on to the prompt loader, which says it is empty
         raise InvalidInputError("prompt.missing", "请先上传或录制提示音频", "Please upload or record a prompt audio first")
     prompt = await anyio.to_thread.run_sync(service.load_prompt, audio)
     prompt_id = service.register_prompt(prompt, prompt_text)

@@ -50,6 +50,15 @@ API_KEY_HEADER = "x-api-key"
 FORMATS = ("pcm", "wav")
 #: Multipart overhead allowed on top of the prompt size limit, bytes.
 _FORM_OVERHEAD_BYTES = 256 * 1024
+#: Path prefix of the HTTP API (its request bodies are limited by :func:`api_body_limit_bytes`).
+API_PREFIX = "/api/"
+
+
+def api_body_limit_bytes(settings: Any) -> int:
+    """The largest request body of the HTTP API, bytes: ``settings.max_upload_mb`` MiB (the prompt
+    upload limit) plus multipart overhead. Enforced on ``Content-Length`` and while reading
+    (:class:`cosyweb.server.body_limit.BodyLimitMiddleware`)."""
+    return int(float(settings.max_upload_mb) * 1024 * 1024) + _FORM_OVERHEAD_BYTES
 
 
 class AuthRequiredError(CosywebError):
@@ -120,7 +129,7 @@ class TtsInputs:
         """
         if not self.text.strip():
             raise InvalidInputError("text.empty", *both("err_no_text"))
-        if not self.prompt_id and not self.prompt_audio:
+        if not self.prompt_id and self.prompt_audio is None:  # b"": the loader says "the file is empty"
             raise InvalidInputError("prompt.missing", *both("err_no_prompt"))
         if self.format not in FORMATS:
             raise _bad_request("request.format", f"未知的音频格式「{self.format}」，可选 pcm、wav",

@@ -117,8 +117,13 @@ def build_app(
     app.include_router(probe_router(service))
     if api:
         from cosyweb.server.api import router as api_router  # imports this module's error_response
+        from cosyweb.server.api_inputs import API_PREFIX, api_body_limit_bytes
+        from cosyweb.server.body_limit import BodyLimitMiddleware
 
         app.include_router(api_router)
+        api_limit = api_body_limit_bytes(settings)
+        app.add_middleware(BodyLimitMiddleware,
+                           limit_for=lambda path: api_limit if path.startswith(API_PREFIX) else None)
     for r in routers:
         app.include_router(r)
     if mount_ui:

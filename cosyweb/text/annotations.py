@@ -134,7 +134,7 @@ def _bad_content(pos: int, token: str, content: str) -> InvalidInputError:
             return _bad_pinyin(pos, token, ("声调须为 1 到 5（5 为轻声）", "the tone must be 1 to 5 (5 = neutral)"))
         if split is None:
             return _bad_pinyin(pos, token, ("只能有一个声调", "a syllable has one tone only"))
-        return _bad_pinyin(pos, token)
+        return _bad_pinyin(pos, token)  # the exact wording: "第5个字符处的拼音标注 [hoo4] 无效"
     return _error(
         pos, token,
         f"第{pos}个字符处的标注 {token} 无效（不是拼音、ARPAbet 音素或已知标签）",

@@ -137,7 +137,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     # input errors raised by the UI itself
     "err_no_prompt": ("请先上传或录制提示音频", "Please upload or record a prompt audio first"),
     "err_no_text": ("请输入要合成的文本", "Please enter the text to synthesise"),
-    "err_bad_choice": ("无效的{what}：{value}", "Invalid {what}: {value}"),
+    "err_bad_choice": ("无效的{what}：{value}（可选：{choices}）", "Invalid {what}: {value} (choices: {choices})"),
     "err_bad_number": ("无效的{what}：{value}（范围 {lo}–{hi}）", "Invalid {what}: {value} (range {lo}–{hi})"),
 }
 

@@ -9,7 +9,10 @@ from typing import Any
 
 from cosyweb.errors import InvalidInputError
 from cosyweb.options import (
+    DIALECTS,
+    EMOTIONS,
     LANGUAGES,
+    MODE_LABELS,
     SPEED_MAX,
     SPEED_MIN,
     VOLUME_MAX,
@@ -32,11 +35,16 @@ def both(key: str, **fmt: Any) -> tuple[str, str]:
     return t(key, "zh", **zh), t(key, "en", **en)
 
 
+def _ids(ids: Any) -> str:
+    """The accepted ids of a choice, for an error message (``"a, b, c"``)."""
+    return ", ".join(str(i) for i in ids)
+
+
 def _number(value: Any, default: float, lo: float, hi: float, what: tuple[str, str]) -> float:
     if value is None or value == "":
         return float(default)
     try:
-        x = float(value)
+        x = float("nan") if isinstance(value, bool) else float(value)  # JSON true is not a number
     except (TypeError, ValueError):
         x = float("nan")
     if not (lo <= x <= hi):  # also rejects NaN
@@ -68,18 +76,22 @@ def build_options(
     """
     m = resolve_mode(mode or None)
     if m is None:
-        raise InvalidInputError("option.invalid", *both("err_bad_choice", what=("模式", "mode"), value=mode))
+        raise InvalidInputError("option.invalid", *both("err_bad_choice", what=("模式", "mode"), value=mode,
+                                                          choices=_ids(k.value for k in MODE_LABELS)))
     d = resolve_dialect(dialect or None)
     if d is None:
-        raise InvalidInputError("option.invalid", *both("err_bad_choice", what=("方言", "dialect"), value=dialect))
+        raise InvalidInputError("option.invalid", *both("err_bad_choice", what=("方言", "dialect"), value=dialect,
+                                                          choices=_ids(DIALECTS)))
     e = resolve_emotion(emotion or None)
     if e is None:
-        raise InvalidInputError("option.invalid", *both("err_bad_choice", what=("情感", "emotion"), value=emotion))
+        raise InvalidInputError("option.invalid", *both("err_bad_choice", what=("情感", "emotion"), value=emotion,
+                                                          choices=_ids(EMOTIONS)))
     sp = _number(speed, 1.0, SPEED_MIN, SPEED_MAX, ("语速", "speed"))
     vol = _number(volume, 1.0, VOLUME_MIN, VOLUME_MAX, ("音量", "volume"))
     sd = _number(seed, 0, 0, SEED_MAX, ("随机种子", "seed"))
     if sd != int(sd):
-        raise InvalidInputError("option.invalid", *both("err_bad_number", what=("随机种子", "seed"), value=seed, lo=0, hi=SEED_MAX))
+        raise InvalidInputError("option.invalid", *both("err_bad_number", what=("随机种子", "seed"), value=seed, lo=0, hi=SEED_MAX),
+                                value=str(seed))
     lang = resolve_language(language)
     return SynthesisOptions(
         mode=m, dialect=d, emotion=e, speed=sp, volume=vol, seed=int(sd),
@@ -99,7 +111,8 @@ def resolve_language(value: Any) -> "str | None":
     for key, (zh, en) in LANGUAGES.items():
         if v in (key, zh) or v.lower() == en.lower():
             return key
-    raise InvalidInputError("option.invalid", *both("err_bad_choice", what=("文本语言", "text language"), value=value))
+    raise InvalidInputError("option.invalid", *both("err_bad_choice", what=("文本语言", "text language"), value=value,
+                                                      choices=_ids(["auto", *LANGUAGES])))
 
 
 def merge_warnings(*lists: list[dict]) -> list[dict]:
