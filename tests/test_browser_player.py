@@ -7,7 +7,8 @@ click-to-sound figures come from ``benchmarks/click_to_sound.py``).
   plays and offers every sample;
 - the downloaded wav holds exactly the samples the server makes for the same inputs and seed
   (lossless, at the engine's rate), and the job is counted in the service's metrics;
-- the stop button aborts the fetch and the server cancels the job.
+- the stop button aborts the fetch and the server cancels the job; the page then shows one stop
+  line, and it follows a switch of the UI language.
 """
 
 from __future__ import annotations
@@ -136,3 +137,23 @@ def test_stop_aborts_the_stream_and_the_server_cancels_the_job(page, app, tmp_pa
         time.sleep(0.1)
     assert httpx.get(app.url + "/api/v1/stats").json()["active_jobs"] == 0
     screenshot(page, tmp_path, "player-stopped")
+
+
+def test_stop_shows_one_stop_line_that_follows_the_language_switch(page, tmp_path):
+    page.click("#cw-lang label:has-text('English')")
+    page.wait_for_function("() => document.querySelector('#cw-generate').innerText.trim() === 'Generate'")
+    set_text(page, "希望你以后能够做的比我还好呦。" * 20)
+    page.click("#cw-generate")
+    wait_player_playing(page, timeout_s=60)
+    page.click("#cw-stop")
+    wait_player_end(page, statuses=("stopped",))
+    page.wait_for_timeout(1500)  # Gradio's own stop event has answered
+    assert page.inner_text("#cw-player").strip() == "■ Stopped"
+    assert page.inner_text("#cw-status").strip() == ""  # one stop line, not two
+    page.click("#cw-lang label:has-text('中文')")
+    page.wait_for_function("() => document.querySelector('#cw-generate').innerText.trim() === '生成'")
+    page.wait_for_selector("#cw-player:has-text('■ 已停止')", timeout=5_000)
+    page.wait_for_timeout(1500)
+    text = page.evaluate("() => document.querySelector('#cw-player').innerText + document.querySelector('#cw-status').innerText")
+    assert "Stopped" not in text and text.count("已停止") == 1, text
+    screenshot(page, tmp_path, "player-stopped-zh")

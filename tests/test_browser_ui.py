@@ -5,7 +5,9 @@ Scenarios of the issue: (1) clone a Mandarin prompt with annotated text and an e
 plays (low-latency player; and Gradio's streaming fallback) and the wav downloads; (2) nothing
 uploaded: a clear Chinese message and the page still works; (3) an unsupported dialect is marked
 and refused; (4) an invalid annotation is shown inline with its position; (6) English labels;
-(7) the pronunciation helper inserts an annotation. The busy scenarios (5, and the English busy
+(7) the pronunciation helper inserts an annotation. Also: Gradio's output boxes are hidden while the
+low-latency player runs the jobs and shown for a run on Gradio's path; the status line follows a
+language switch; a previous run's error line goes when the text changes. The busy scenarios (5, and the English busy
 message) are in ``test_browser_busy.py``; the player's timeline in ``test_browser_player.py``.
 Each test saves a screenshot of its final state under its ``tmp_path``.
 """
@@ -86,6 +88,9 @@ def test_clone_with_annotation_and_emotion_plays_and_downloads_a_wav(page, app, 
     job = httpx.get(f"{app.url}/api/v1/jobs/{st['job_id']}").json()
     assert job["status"] == "done" and abs(job["result"]["duration_s"] - len(data) / sr) < 0.01, job
     assert "点击到出声" in page.inner_text("#cw-player")
+    # The player's line is the result: Gradio's (empty) output boxes are not shown beside it.
+    assert not page.is_visible("#cw-out-stream") and not page.is_visible("#cw-out-file")
+    assert page.is_visible("#cw-player-download")
     screenshot(page, tmp_path, "1-player")
 
 
@@ -93,6 +98,7 @@ def test_gradio_streaming_audio_is_the_fallback(page, shared_prompts, tmp_path):
     upload_prompt(page, shared_prompts / MANDARIN)
     set_text(page, "你好，欢迎使用。")
     use_player(page, False)
+    assert page.is_visible("#cw-out-stream") and page.is_visible("#cw-out-file")
     page.evaluate("""() => { window._audioPlaying = null;
         document.addEventListener('playing', (e) => { if (e.target.closest('#cw-out-stream'))
             window._audioPlaying = performance.now(); }, true); }""")
@@ -104,7 +110,27 @@ def test_gradio_streaming_audio_is_the_fallback(page, shared_prompts, tmp_path):
     path = _download(page, "#cw-out-file a[download]", tmp_path)
     data, sr = sf.read(path, dtype="float32")
     assert sr == 22050 and sf.info(path).subtype == "PCM_16" and 0.8 <= len(data) / sr <= 6.0
+    # The status line is re-rendered in the new language on a switch.
+    page.click("#cw-lang label:has-text('English')")
+    page.wait_for_selector("#cw-status:has-text('first chunk')", timeout=10_000)
+    assert "首包" not in page.inner_text("#cw-status")
     screenshot(page, tmp_path, "1-gradio-fallback")
+
+
+def test_a_run_that_falls_back_to_gradio_shows_its_audio_and_file(page, shared_prompts, tmp_path):
+    upload_prompt(page, shared_prompts / MANDARIN)
+    set_text(page, "你好，欢迎使用。")
+    assert not page.is_visible("#cw-out-stream")  # player ticked: its line is where the result goes
+    # The player box stays ticked, but no registered prompt is visible to the player (as right after
+    # an upload, before its registration answers): the click goes to Gradio's path.
+    page.evaluate("() => { document.querySelector('#cw-prompt-id textarea, #cw-prompt-id input').value = ''; }")
+    page.click("#cw-generate")
+    page.wait_for_selector("#cw-status:has-text('RTF')", timeout=60_000)
+    assert page.evaluate("() => window.cosywebPlayer.lastRoute") == "gradio"
+    assert page.is_visible("#cw-out-stream") and page.is_visible("#cw-out-file")
+    path = _download(page, "#cw-out-file a[download]", tmp_path)
+    assert sf.info(path).frames > 0
+    screenshot(page, tmp_path, "1-gradio-fallback-ticked")
 
 
 # --- 2. nothing uploaded ---------------------------------------------------------------------
@@ -148,6 +174,19 @@ def test_invalid_annotation_is_shown_inline_with_its_position(page, tmp_path):
     page.wait_for_selector("#cw-text-check:has-text('[hoo4]')")
     assert "第5个字符处的拼音标注 [hoo4] 无效" in page.inner_text("#cw-text-check")
     screenshot(page, tmp_path, "4-annotation")
+
+
+def test_an_error_line_goes_when_the_text_changes(page, shared_prompts, tmp_path):
+    upload_prompt(page, shared_prompts / MANDARIN)
+    set_text(page, "她[hoo4]干净")
+    page.click("#cw-generate")
+    st = wait_player_end(page, statuses=("error",))
+    assert st["http_status"] == 422 and "[hoo4]" in page.inner_text("#cw-player")
+    set_text(page, "她干净")
+    page.wait_for_selector("#cw-text-check:has-text('✓')")
+    page.wait_for_function("() => !document.querySelector('#cw-player').innerText.includes('hoo4')", timeout=5_000)
+    assert "✗" not in page.inner_text("#cw-player")
+    screenshot(page, tmp_path, "4-error-cleared")
 
 
 # --- 6. English ---------------------------------------------------------------------------------

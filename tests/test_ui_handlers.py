@@ -110,6 +110,58 @@ def test_stream_in_english_session(make_ui, zh_prompt):
     assert "first chunk" in outs[-1][2] and "RTF" in outs[-1][2]
 
 
+def _is_skip(x) -> bool:
+    return isinstance(x, dict) and x.get("__type__") == "update" and set(x) == {"__type__"}
+
+
+def test_the_status_line_follows_a_language_switch_during_and_after_the_run(make_ui, zh_prompt):
+    engine = FakeEngine(n_chunks=2, chunk_samples=1600)
+    gate = Gate("hold")
+    engine.on("*", before=gate)
+    h, _, _ = make_ui(engine)
+
+    async def scenario():
+        agen = stream(h, zh_prompt, "你好。", lang="zh", session="s1")
+        first = await agen.__anext__()
+        switched = h.relabel_status("en", first[2], req("s1"))  # the radio goes to English mid-run
+        gate.open()
+        return first, switched, await drain(agen)
+
+    first, switched, rest = asyncio.run(scenario())
+    assert "生成中" in first[2] or "排队" in first[2], first
+    assert switched.startswith(("♪ Generating", "○ Queued")), switched  # re-rendered at once
+    done = rest[-1][2]
+    assert done.startswith("✓ queue") and "RTF" in done and "首包" not in done  # the handler followed the switch
+    # After the run: back to Chinese re-renders the same line, and the stop button leaves it alone.
+    zh_done = h.relabel_status("zh", done, req("s1"))
+    assert zh_done.startswith("✓ 排队") and "首包" in zh_done
+    assert _is_skip(h.stop_status("zh", zh_done, req("s1")))
+    # A line that this session's record does not know is cleared, not left in the old language.
+    assert h.relabel_status("en", "✓ 排队 9 秒", req("s2")) == ""
+    assert h.relabel_status("en", "", req("s1")) == ""
+
+
+def test_stop_writes_one_line_only_over_a_gradio_run_in_progress(make_ui, zh_prompt):
+    engine = FakeEngine(n_chunks=2, chunk_samples=1600)
+    gate = Gate("hold")
+    engine.on("*", before=gate)
+    h, _, _ = make_ui(engine)
+    # The low-latency player ran the job: #cw-status is empty, the player shows its own stop line.
+    assert _is_skip(h.stop_status("en", "", req("p")))
+
+    async def scenario():
+        agen = stream(h, zh_prompt, "你好。", lang="en", session="g")
+        first = await agen.__anext__()
+        stopped = h.stop_status("en", first[2], req("g"))
+        await agen.aclose()  # what Gradio's cancels= does to the event
+        gate.open()
+        return stopped
+
+    stopped = asyncio.run(scenario())
+    assert stopped == "■ Stopped"
+    assert h.relabel_status("zh", stopped, req("g")) == "■ 已停止"
+
+
 def test_busy_is_refused_before_the_first_yield_with_the_bilingual_message(make_ui, zh_prompt):
     engine = FakeEngine()
     gate = Gate("hold")

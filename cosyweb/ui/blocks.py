@@ -13,7 +13,10 @@ The low-latency player (:mod:`cosyweb.ui.player`, ``static/player.js``) lives be
 Gradio output: an upload is registered with the service (hidden ``#cw-prompt-id``) so its
 voice profile is computed ahead; with the "low-latency player" box ticked, the script takes
 the 生成 click and streams PCM from ``/api/v1/tts/stream``; otherwise the click goes to the
-streaming ``gr.Audio`` (the fallback).
+streaming ``gr.Audio`` (the fallback). While the player is ticked, the fallback's output boxes
+are hidden (``style.css``) unless the last run went to Gradio's path; the status line
+(``#cw-status``) is re-rendered on a language switch (:meth:`UIHandlers.relabel_status`), left
+alone by Stop when the player ran the job, and an error line goes when the text or prompt changes.
 
 Public API endpoints (``gradio_client``):
 
@@ -37,7 +40,7 @@ from cosyweb.options import SPEED_MAX, SPEED_MIN, VOLUME_MAX, VOLUME_MIN, Mode
 from cosyweb.ui import i18n
 from cosyweb.ui.handlers import UIHandlers
 from cosyweb.ui.i18n import t
-from cosyweb.ui.player import ELEM_IDS, RUN_JS
+from cosyweb.ui.player import ELEM_IDS, RUN_JS, STALE_JS
 
 #: Shipped example prompts (synthetic voices made for this project; see assets/README.md):
 #: (file under assets/, prompt text, synthesis text).
@@ -204,6 +207,12 @@ def build_blocks(service: Any, settings: Any, handlers: UIHandlers | None = None
         # sees it and clicks the hidden player_go instead, whose JS-only event hands it the values.
         player_go.click(None, [lang, prompt_id, prompt_text, text, mode, dialect, emotion, speed, volume, seed,
                                instruct_text, text_language], None, js=RUN_JS, **quiet)
+        # The player shows its run in #cw-player: a previous Gradio run's status line goes.
+        player_go.click(None, None, status_md, js="() => ''", **quiet)
+        # A previous run's error line is stale once the text or the prompt changes (the player
+        # clears its own line too; the live text check already shows the new state).
+        gr.on([text.change, prompt_audio.change, prompt_text.change], None, status_md, status_md,
+              js=STALE_JS, **quiet)
         gen = gen_btn.click(
             h.synthesize_stream,
             [lang, prompt_audio, prompt_text, text, mode, dialect, emotion, speed, volume, seed, instruct_text,
@@ -214,7 +223,7 @@ def build_blocks(service: Any, settings: Any, handlers: UIHandlers | None = None
             show_progress="minimal",
             validator=h.validate_stream,  # queue=False: busy / missing inputs answered before queueing
         )
-        stop_btn.click(lambda lg: t("status_cancelled", lg), lang, status_md, cancels=[gen], **quiet)
+        stop_btn.click(h.stop_status, [lang, status_md], status_md, cancels=[gen], **quiet)
 
         api_btn.click(
             h.synthesize_api,
@@ -280,6 +289,7 @@ def build_blocks(service: Any, settings: Any, handlers: UIHandlers | None = None
             .then(h.panel, lang, panel_md, **quiet)
         )
         lang.change(h.preview_prompt, [lang, prompt_audio], [prompt_preview, prompt_info], **quiet)
+        lang.change(h.relabel_status, [lang, status_md], status_md, **quiet)
 
     demo.queue(default_concurrency_limit=None, max_size=None)
     return demo

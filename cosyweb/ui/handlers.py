@@ -33,7 +33,15 @@ from cosyweb.ui.fastpath import FastPathHandlers
 from cosyweb.ui.i18n import bilingual, norm_lang, t
 from cosyweb.ui.inputs import SEED_MAX, annotate, both, build_options, merge_warnings, resolve_language
 from cosyweb.ui.outputs import OutputStore
-from cosyweb.ui.progress import events_with_ticks, prompt_report, status_line, waited, warnings_suffix
+from cosyweb.ui.progress import (
+    Render,
+    StatusLines,
+    events_with_ticks,
+    prompt_report,
+    status_line,
+    waited,
+    warnings_suffix,
+)
 
 log = logging.getLogger("cosyweb.ui")
 
@@ -89,6 +97,8 @@ class UIHandlers(FastPathHandlers):
         self.store = store or OutputStore(settings.output_dir, settings.keep_outputs)
         self._prompts: "OrderedDict[tuple, Any]" = OrderedDict()
         self._prompts_lock = threading.Lock()
+        #: Per session: UI language and last status line (re-rendered on a language switch).
+        self.lines = StatusLines()
 
     # --- inputs ------------------------------------------------------------------------
     #: Parse UI/API option values (see :func:`cosyweb.ui.inputs.build_options`).
@@ -327,44 +337,82 @@ class UIHandlers(FastPathHandlers):
             options = self.build_options(mode, dialect, emotion, speed, volume, seed, instruct_text, language)
         except CosywebError as err:
             raise _gr_error(err, lang) from None
-        job = await self._admit(lang, prompt_audio, prompt_text, text, options, _client_id(request))
+        sid = _client_id(request)
+        job = await self._admit(lang, prompt_audio, prompt_text, text, options, sid)
+        self.lines.set_lang(sid, lang)
         finished = False
         parts: list[np.ndarray] = []
-        last_status = ""
+        last_status: Optional[Render] = None
         t_submit = time.monotonic()
+
+        def say(render: Render, kind: str = "progress") -> str:
+            return self.lines.say(sid, render, lang, kind)
+
         try:
             async for ev in events_with_ticks(job, QUEUE_REFRESH_S):
+                lang = self.lines.lang(sid, lang)  # follows a language switch during the run
                 if ev is None or ev.kind == "queued":
                     pos = job.position()
                     if pos:  # still waiting: refresh the position
-                        yield gr.skip(), gr.skip(), t("status_queued", lang, position=pos) + waited(t_submit, lang)
+                        yield gr.skip(), gr.skip(), say(
+                            lambda lg, pos=pos: t("status_queued", lg, position=pos) + waited(t_submit, lg))
                     elif ev is None and last_status:  # running: a heartbeat, so a closed tab is noticed
-                        yield gr.skip(), gr.skip(), last_status
+                        yield gr.skip(), gr.skip(), say(last_status)
                     continue
                 if ev.kind == "started":
-                    last_status = t("status_started", lang)
-                    yield gr.skip(), None, last_status
+                    last_status = lambda lg: t("status_started", lg)  # noqa: E731
+                    yield gr.skip(), None, say(last_status)
                 elif ev.kind == "chunk":
                     parts.append(ev.audio)
                     audio_s = sum(len(p) for p in parts) / float(job.sample_rate)
-                    last_status = t("status_streaming", lang, audio_s=f"{audio_s:.1f}")
-                    yield (job.sample_rate, to_int16(ev.audio)), gr.skip(), last_status
+                    last_status = lambda lg, a=f"{audio_s:.1f}": t("status_streaming", lg, audio_s=a)  # noqa: E731
+                    yield (job.sample_rate, to_int16(ev.audio)), gr.skip(), say(last_status)
                 elif ev.kind == "done":
                     finished = True
                     audio = np.concatenate(parts) if parts else np.zeros(0, np.float32)
                     path = await anyio.to_thread.run_sync(self.store.save, audio, job.sample_rate, job.id)
-                    yield gr.skip(), str(path), status_line(ev.status, lang) + warnings_suffix(ev.status, lang)
+                    st = ev.status
+                    yield gr.skip(), str(path), say(lambda lg: status_line(st, lg) + warnings_suffix(st, lg), "done")
                     return
                 elif ev.kind == "error":
                     finished = True
-                    if isinstance(ev.error, JobCancelledError):
-                        yield gr.skip(), gr.skip(), t("status_cancelled", lang)
+                    err = ev.error
+                    if isinstance(err, JobCancelledError):
+                        yield gr.skip(), gr.skip(), say(lambda lg: t("status_cancelled", lg), "cancelled")
                         return
-                    yield gr.skip(), gr.skip(), t("status_error", lang, message=ev.error.text(lang))
-                    raise _gr_error(ev.error, lang)
+                    yield gr.skip(), gr.skip(), say(lambda lg: t("status_error", lg, message=err.text(lg)), "error")
+                    raise _gr_error(err, lang)
         finally:
             if not finished:
                 job.cancel("client_gone")
+
+    # --- status line: stop button, language switch ------------------------------------------
+    def stop_status(self, lang: str, status: Any, request: Optional[gr.Request] = None) -> Any:
+        """The stop button's status line (the click also cancels the streaming event).
+
+        ``■ 已停止`` replaces a line of a run in progress; an empty line (the low-latency
+        player ran the job and shows its own stop line in ``#cw-player``) and a finished run's
+        line are left as they are (``gr.skip()``).
+        """
+        lang = norm_lang(lang)
+        sid = _client_id(request)
+        _, kind = self.lines.shown(sid, status)
+        if not status or kind in ("done", "error", "cancelled"):
+            return gr.skip()
+        return self.lines.say(sid, lambda lg: t("status_cancelled", lg), lang, "cancelled")
+
+    def relabel_status(self, lang: str, status: Any, request: Optional[gr.Request] = None) -> str:
+        """On a language switch: the status line on screen in the new language ``lang``.
+
+        The session's last line is re-rendered; a line this session's record does not know is
+        cleared rather than left in the old language (a run in progress writes its line again
+        within :data:`QUEUE_REFRESH_S`, in the new language: the handler reads it per event).
+        """
+        lang = norm_lang(lang)
+        sid = _client_id(request)
+        self.lines.set_lang(sid, lang)
+        render, _ = self.lines.shown(sid, status)
+        return render(lang) if render else ""
 
     # --- synthesis: whole file (api_name="synthesize") --------------------------------------
     async def synthesize_api(

@@ -37,6 +37,9 @@ ELEM_IDS = {
 #: The JavaScript of the hidden ``#cw-player-go`` button's JS-only click event: it hands the
 #: inputs' current values (component ids, not labels) to the player.
 RUN_JS = "(...args) => (window.cosywebPlayer ? window.cosywebPlayer.run(args) : [])"
+#: The JavaScript of the JS-only event on a change of the text or the prompt: the player drops its
+#: error line, and the Gradio status line (its only input and output) is cleared when it is one.
+STALE_JS = "(status) => (window.cosywebPlayer ? window.cosywebPlayer.inputsChanged(status) : status)"
 
 
 def player_strings() -> dict[str, list[str]]:

@@ -4,8 +4,10 @@ prompt report; and a job-event iterator that also ticks while nothing happens.""
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
-from typing import Any, AsyncIterator
+from collections import OrderedDict
+from typing import Any, AsyncIterator, Callable, Optional
 
 from cosyweb.options import SynthesisStatus
 from cosyweb.ui.i18n import t
@@ -61,6 +63,74 @@ async def events_with_ticks(job: Any, tick_s: float) -> AsyncIterator[Any]:
     finally:
         if not task.done():
             task.cancel()
+
+
+#: A status line as a function of the UI language (``"zh"``/``"en"`` -> Markdown).
+Render = Callable[[str], str]
+
+
+class StatusLines:
+    """Per session (Gradio ``session_hash``): its UI language and the last status line it was
+    shown, kept as a :data:`Render` so that a language switch re-renders it.
+
+    Used by the streaming handler (which reads the session language at every event, so a
+    switch during a run is followed) and by the stop / language-switch handlers. Bounded: the
+    ``keep`` most recently used sessions are remembered (LRU).
+
+    Args:
+        keep: sessions remembered.
+    """
+
+    def __init__(self, keep: int = 512) -> None:
+        self.keep = max(1, int(keep))
+        self._items: "OrderedDict[str, dict]" = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _entry(self, session: Optional[str]) -> Optional[dict]:
+        if not session:
+            return None
+        entry = self._items.get(session)
+        if entry is None:
+            entry = self._items[session] = {"lang": None, "render": None, "kind": None}
+            while len(self._items) > self.keep:
+                self._items.popitem(last=False)
+        self._items.move_to_end(session)
+        return entry
+
+    def lang(self, session: Optional[str], default: str) -> str:
+        """The session's UI language as last set by :meth:`set_lang` (``default`` if never)."""
+        with self._lock:
+            entry = self._items.get(session) if session else None
+            return (entry or {}).get("lang") or default
+
+    def set_lang(self, session: Optional[str], lang: str) -> None:
+        """Record the session's UI language (a language switch)."""
+        with self._lock:
+            entry = self._entry(session)
+            if entry is not None:
+                entry["lang"] = lang
+
+    def say(self, session: Optional[str], render: Render, lang: str, kind: str) -> str:
+        """Record ``render`` as the session's status line and return it in ``lang``.
+
+        Args:
+            kind: ``"progress"`` (queued, generating), ``"done"``, ``"error"`` or ``"cancelled"``.
+        """
+        with self._lock:
+            entry = self._entry(session)
+            if entry is not None:
+                entry["render"], entry["kind"] = render, kind
+        return render(lang)
+
+    def shown(self, session: Optional[str], line: Any) -> tuple[Optional[Render], Optional[str]]:
+        """``(render, kind)`` of the session's recorded line when ``line`` (the text on screen) is
+        that line in either language; ``(None, None)`` otherwise (e.g. another event wrote it)."""
+        with self._lock:
+            entry = self._items.get(session) if session else None
+            render = (entry or {}).get("render")
+            if render is None or not line or str(line) not in (render("zh"), render("en")):
+                return None, None
+            return render, entry["kind"]
 
 
 def waited(t0: float, lang: str) -> str:

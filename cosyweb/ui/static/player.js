@@ -26,6 +26,11 @@
  * Each finished run is appended to window.cosywebPlayer.runs; a CustomEvent
  * "cosyweb-player" ({detail: {type, stats}}) fires on window for: start, response, playing,
  * underrun, done, busy, error, stopped.
+ *
+ * The panel's line is kept as a function of the language: a switch of #cw-lang re-renders it
+ * (relabel). inputsChanged(status), run by a JS-only Gradio event when the text or the prompt
+ * changes, drops a previous run's error line. The html element gets the class cw-gradio-route
+ * while the last click went to Gradio's path (style.css then shows Gradio's output boxes).
  */
 (() => {
   "use strict";
@@ -76,7 +81,7 @@
       const box = $("#cw-use-player input[type=checkbox]");
       return !!box && box.checked && supported();
     },
-    run, stop,
+    run, stop, inputsChanged, relabel,
     ensureContext: (sr) => OUT.ensureContext(sr || CFG.sampleRate),
     perfAtContextTime: OUT.perfAtContextTime,
   };
@@ -97,12 +102,20 @@
     }
     return box;
   }
+  // The line on screen is kept as a function of the language, so a language switch re-renders it.
+  let line = { kind: "", render: () => "" };
+  /** Show `text` (a string, or a function returning it in the current language) as `kind`. */
   function show(kind, text) {
+    line = { kind, render: typeof text === "function" ? text : () => text };
     const box = panel();
     if (!box) return;
     const el = box.querySelector(".cw-player-status");
     el.dataset.kind = kind;
-    el.textContent = text;
+    el.textContent = line.render();
+  }
+  let download = null; // {size_kb} of the offered wav
+  function downloadLabel() {
+    return "⇣ " + t("download") + " (" + download.size_kb + " KB)";
   }
   function offerDownload(blob, jobId) {
     const a = panel() && panel().querySelector(".cw-player-download");
@@ -110,8 +123,23 @@
     if (a.href && a.href.startsWith("blob:")) URL.revokeObjectURL(a.href);
     a.href = URL.createObjectURL(blob);
     a.download = "cosyweb-" + (jobId || "result") + ".wav";
-    a.textContent = "⇣ " + t("download") + " (" + (blob.size / 1024).toFixed(1) + " KB)";
+    download = { size_kb: (blob.size / 1024).toFixed(1) };
+    a.textContent = downloadLabel();
     a.hidden = false;
+  }
+  /** Set the player's language ("zh"/"en") and re-render its line and download link in it. */
+  function relabel(lg) {
+    player.lang = lg === "en" ? "en" : "zh";
+    show(line.kind, line.render);
+    const a = panel() && panel().querySelector(".cw-player-download");
+    if (a && download) a.textContent = downloadLabel();
+  }
+  /** The text or the prompt changed: a previous run's error (or busy) line is stale and goes.
+   *  `status` is the Gradio status line (#cw-status); returns it, or "" when it is an error
+   *  line (i18n "status_error": "✗ {message}"). */
+  function inputsChanged(status) {
+    if (line.kind === "error" || line.kind === "busy") show("", "");
+    return typeof status === "string" && status.startsWith("✗") ? "" : status;
   }
   function hideDownload() {
     const a = panel() && panel().querySelector(".cw-player-download");
@@ -144,7 +172,7 @@
       st.first_sound_at = perfAtContextTime(startS);
       st.click_to_sound_ms = st.first_sound_at - st.t_click;
       st.playing = OUT.ctx.currentTime >= startS;
-      show("playing", t("playing"));
+      if (st.status === "starting") show("playing", () => t("playing")); // not over the done line
       emit("playing");
     }, Math.max(0, st.first_sound_at - performance.now()) + 5);
   }
@@ -187,7 +215,7 @@
       speed, volume, seed: seed === null || seed === undefined ? 0 : seed, instruct_text: instruct || "",
       language: language || "auto", format: "pcm",
     };
-    show("info", t("connecting"));
+    show("info", () => t("connecting"));
     emit("start");
     stream(r, body).catch((e) => fail(r, "error", String(e && e.message || e)));
     return [];
@@ -205,7 +233,7 @@
       });
     } catch (e) {
       if (r.abort.signal.aborted) return;
-      return fail(r, "error", t("network_error"));
+      return fail(r, "error", () => t("network_error"));
     }
     st.t_headers = performance.now();
     st.http_status = resp.status;
@@ -213,7 +241,7 @@
       let err = null;
       try { err = (await resp.json()).error; } catch (e) { /* not JSON */ }
       const kind = resp.status === 503 || resp.status === 429 ? "busy" : "error";
-      return fail(r, kind, err ? bilingual(err) : t("http_error", { status: resp.status }));
+      return fail(r, kind, err ? () => bilingual(err) : () => t("http_error", { status: resp.status }));
     }
     const sr = parseInt(resp.headers.get("X-Sample-Rate") || "0", 10) || CFG.sampleRate;
     st.sample_rate = sr;
@@ -221,7 +249,7 @@
     st.queue_position = parseInt(resp.headers.get("X-Cosyweb-Queue-Position") || "0", 10);
     ensureContext(sr);
     emit("response");
-    if (st.queue_position > 0) { show("queued", t("queued", { position: st.queue_position })); pollQueue(r); }
+    if (st.queue_position > 0) { show("queued", () => t("queued", { position: st.queue_position })); pollQueue(r); }
     const reader = resp.body.getReader();
     let carry = null; // odd trailing byte of the previous read
     for (;;) {
@@ -262,7 +290,7 @@
     }
     st.result = result && result.result || null;
     st.status = "done";
-    show("done", doneLine(st));
+    show("done", () => doneLine(st));
     emit("done");
     player.runs.push(st);
   }
@@ -294,23 +322,25 @@
       await new Promise((ok) => setTimeout(ok, POLL_MS));
       if (player.active !== r || r.stats.t_first_byte !== null) return;
       const info = await jobInfo(r.stats.job_id);
-      if (info && info.position) show("queued", t("queued", { position: info.position }));
-      else if (info && info.status === "running") show("info", t("generating"));
+      if (info && info.position) show("queued", () => t("queued", { position: info.position }));
+      else if (info && info.status === "running") show("info", () => t("generating"));
     }
   }
 
   async function failFromJob(r) {
     const info = await jobInfo(r.stats.job_id);
     const err = info && info.error;
-    fail(r, "error", err ? bilingual(err) : t("stream_broken"));
+    fail(r, "error", err ? () => bilingual(err) : () => t("stream_broken"));
   }
 
+  /** End run `r` as `kind` with `message` (a string, or a function of the current language). */
   function fail(r, kind, message) {
     if (player.active !== r) return;
+    const msg = typeof message === "function" ? message : () => message;
     r.stats.status = kind;
-    r.stats.error = message;
+    r.stats.error = msg();
     r.stats.t_done = performance.now();
-    show(kind, (kind === "busy" || kind === "error" ? "✗ " : "") + message);
+    show(kind, () => (kind === "busy" || kind === "error" ? "✗ " : "") + msg());
     emit(kind);
     player.runs.push(r.stats);
     player.active = null;
@@ -326,13 +356,13 @@
     const playing = OUT.ctx && OUT.ctx.currentTime < r.track.endS;
     OUT.silence(r.track);
     if (r.stats.status === "done") {
-      if (playing && reason !== "restart") show("info", t("stopped"));
+      if (playing && reason !== "restart") show("info", () => t("stopped"));
       return playing;
     }
     r.abort.abort();
     r.stats.status = "stopped";
     r.stats.t_done = performance.now();
-    if (reason !== "restart") { show("info", t("stopped")); emit("stopped"); }
+    if (reason !== "restart") { show("info", () => t("stopped")); emit("stopped"); }
     player.runs.push(r.stats);
     return true;
   }
@@ -340,8 +370,12 @@
   // --- taking the click ----------------------------------------------------------------------
   document.addEventListener("change", (e) => {
     const input = e.target;
-    if (input && input.closest && input.closest("#cw-lang") && input.checked) player.lang = input.value === "en" ? "en" : "zh";
+    if (input && input.closest && input.closest("#cw-lang") && input.checked) relabel(input.value);
   }, true);
+  // While the player is ticked and runs the jobs, Gradio's (empty) output boxes are hidden
+  // (style.css); a run that goes to Gradio's path shows them again, with its audio and file.
+  const route = (which) => document.documentElement.classList.toggle("cw-gradio-route", which === "gradio");
+  if (!supported()) route("gradio");
   // Use the player only when a prompt is registered; otherwise Gradio's path decodes the
   // upload itself or says what is missing.
   const takesIt = () => {
@@ -368,6 +402,7 @@
     player.preparing = null;
     if (!takesIt()) { // Gradio's streaming gr.Audio takes it
       player.lastRoute = "gradio";
+      route("gradio");
       if (player.active) stop("restart");
       show("", "");
       hideDownload();
@@ -376,6 +411,7 @@
     e.stopPropagation();
     e.preventDefault();
     player.lastRoute = "player";
+    route("player");
     const click = { t_click: e.timeStamp || performance.now(), t_handler: performance.now() };
     ensureContext(); // inside the gesture: allowed to start audio
     if (prep && performance.now() - prep.t < PREPARED_MAX_AGE_MS) {
