@@ -39,29 +39,17 @@ def refused(adm: Admission, job: FakeJob) -> str:
 
 
 def test_a_freed_place_goes_to_the_client_refused_first(clock):
-    adm = make(clock, max_active=1, max_queue=1)
-    running, queued = FakeJob("r", "fast"), FakeJob("q", "other")
-    assert adm.admit(running) and not adm.admit(queued)
+    adm = make(clock)
+    running = FakeJob("r", "fast")
+    assert adm.admit(running)
     assert refused(adm, FakeJob("s1", "slow")) == "queue_full"  # the slow client is refused first
     adm.remove(running)
-    assert adm.promote() == [queued]  # the queue place is free again
     # the fast client retries at once: the place is held for the slow one
     assert refused(adm, FakeJob("f2", "fast")) == "held_for_earlier"
     assert refused(adm, FakeJob("n1", None)) == "held_for_earlier"  # anonymous jobs wait too
     clock.advance(1.0)
-    assert not adm.admit(FakeJob("s2", "slow"))  # the slow client comes back within its hold: queued
+    assert adm.admit(FakeJob("s2", "slow"))  # the slow client comes back within its hold
     assert adm.n_held_ahead("fast") == 0  # its turn is taken: nothing held any more
-
-
-def test_an_idle_server_holds_nothing(clock):
-    adm = make(clock, max_active=1, max_queue=1)
-    running, queued = FakeJob("r", "A"), FakeJob("q", "B")
-    assert adm.admit(running) and not adm.admit(queued)
-    assert refused(adm, FakeJob("g", "gone")) == "queue_full"
-    adm.remove(running)
-    adm.promote()
-    adm.remove(queued)  # everything finished: a free slot and nobody waiting
-    assert adm.admit(FakeJob("n", "new"))  # admitted at once, although "gone" is still remembered
 
 
 def test_holds_are_served_in_refusal_order_and_a_retry_keeps_the_place_in_line(clock):
@@ -79,15 +67,14 @@ def test_holds_are_served_in_refusal_order_and_a_retry_keeps_the_place_in_line(c
 
 
 def test_a_client_that_does_not_come_back_loses_its_turn(clock):
-    adm = make(clock, max_active=1, max_queue=1)
-    running, queued = FakeJob("r", "A"), FakeJob("q", "B")
-    assert adm.admit(running) and not adm.admit(queued)
+    adm = make(clock)
+    running = FakeJob("r", "A")
+    assert adm.admit(running)
     assert refused(adm, FakeJob("g", "gone")) == "queue_full"
     adm.remove(running)
-    adm.promote()
     assert refused(adm, FakeJob("n", "new")) == "held_for_earlier"
     clock.advance(2.0 + HOLD_GRACE_S + 0.1)  # Retry-After (2 s) + grace has passed
-    assert not adm.admit(FakeJob("n2", "new"))  # queued
+    assert adm.admit(FakeJob("n2", "new"))
     assert adm.n_held_ahead("new") == 0
 
 

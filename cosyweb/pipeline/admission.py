@@ -16,8 +16,7 @@ Policy (issue "serving core", Admission control):
   refusal order) until ``retry_after_s`` + :data:`HOLD_GRACE_S` after its last refusal. While
   remembered clients are waiting to retry, the places that free up are held for them in that
   order: a newcomer (or a later-refused client) is refused as long as the clients refused
-  before it would take every free queue place. A free slot with nobody waiting is never held
-  (the server has spare capacity), so an idle server does not refuse anyone. So a client that follows ``Retry-After`` is not
+  before it would take every free place. So a client that follows ``Retry-After`` is not
   starved by clients that retry in a tight loop; a client that does not come back loses its
   turn when its hold expires. Anonymous jobs (``client_id=None``) are never remembered.
   Apart from this memory, refusals change no state.
@@ -154,11 +153,11 @@ class Admission:
         if client_id is not None and self._per_client[client_id] >= self.per_client_jobs:
             raise ClientLimitError(self.per_client_jobs, client_jobs=self._per_client[client_id], reason="client_limit")
         try:
-            if self.has_free_slot():  # spare capacity: nobody waits, so nothing is held
-                return
             free = self.n_free_places
             if self._refused and free > 0 and self.n_held_ahead(client_id) >= free:
                 raise self._busy("held_for_earlier", audio_s)
+            if self.has_free_slot():
+                return
             if len(self.waiting) >= self.max_queue:
                 raise self._busy("queue_full", audio_s)
             if self.queued_audio_s + audio_s > self.max_queue_audio_s:
