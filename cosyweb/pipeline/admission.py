@@ -11,15 +11,7 @@ Policy (issue "serving core", Admission control):
   queued or running; ``client_id=None`` is not limited;
 * anything beyond is refused at once with :class:`cosyweb.errors.BusyError` (or its
   subclass :class:`cosyweb.errors.ClientLimitError`) carrying ``retry_after_s``, the
-  position the job would have had and a wait estimate;
-* fairness between refused clients: a client refused for lack of room is remembered (in
-  refusal order) until ``retry_after_s`` + :data:`HOLD_GRACE_S` after its last refusal. While
-  remembered clients are waiting to retry, the places that free up are held for them in that
-  order: a newcomer (or a later-refused client) is refused as long as the clients refused
-  before it would take every free place. So a client that follows ``Retry-After`` is not
-  starved by clients that retry in a tight loop; a client that does not come back loses its
-  turn when its hold expires. Anonymous jobs (``client_id=None``) are never remembered.
-  Apart from this memory, refusals change no state.
+  position the job would have had and a wait estimate. Refusals change no state.
 
 This class is plain bookkeeping and is NOT thread-safe: the pipeline core calls it
 with its lock held. It never blocks and never touches the engine.
@@ -28,20 +20,12 @@ with its lock held. It never blocks and never touches the engine.
 from __future__ import annotations
 
 import math
-import time
 from collections import Counter, OrderedDict
 from typing import Callable, Optional
 
 from cosyweb.errors import BusyError, ClientLimitError
 
 from .job import Job
-
-#: A refused client keeps its turn this long after its ``Retry-After`` has passed, seconds.
-HOLD_GRACE_S = 3.0
-#: No refused client keeps a turn longer than this after its last refusal, seconds.
-HOLD_MAX_S = 30.0
-#: Refused clients remembered at most (the oldest are forgotten first).
-MAX_REMEMBERED = 256
 
 
 class Admission:
@@ -54,7 +38,6 @@ class Admission:
         per_client_jobs: queued + running jobs per non-None client id (>= 1).
         estimate_wait_s: ``f(audio_s_ahead) -> seconds`` until work of that many audio
             seconds (plus what is running) would be served; used for ``retry_after_s``.
-        clock: monotonic seconds (tests pass a fake one).
     """
 
     def __init__(
@@ -64,7 +47,6 @@ class Admission:
         max_queue_audio_s: float,
         per_client_jobs: int,
         estimate_wait_s: Callable[[float], float],
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.max_active_jobs = max(1, int(max_active_jobs))
         self.max_queue = max(0, int(max_queue))
@@ -75,9 +57,6 @@ class Admission:
         self.waiting: "OrderedDict[str, Job]" = OrderedDict()
         self.queued_audio_s = 0.0
         self._per_client: Counter[str] = Counter()
-        self._clock = clock
-        #: client id -> hold deadline, in the order the clients were first refused.
-        self._refused: "OrderedDict[str, float]" = OrderedDict()
 
     # --- queries ------------------------------------------------------------------
     @property
@@ -119,60 +98,23 @@ class Admission:
             queued_audio_s=round(self.queued_audio_s, 1),
         )
 
-    @property
-    def n_free_places(self) -> int:
-        """Jobs that could be admitted now (free slots when nobody waits, plus free queue places)."""
-        free_slots = self.max_active_jobs - len(self.active) if not self.waiting else 0
-        return max(0, free_slots) + max(0, self.max_queue - len(self.waiting))
-
-    def n_held_ahead(self, client_id: Optional[str]) -> int:
-        """Refused clients still holding a turn ahead of ``client_id`` (all of them for a
-        newcomer or an anonymous job); forgets the expired ones."""
-        now = self._clock()
-        for cid in [c for c, deadline in self._refused.items() if deadline < now]:
-            del self._refused[cid]
-        ahead = 0
-        for cid in self._refused:
-            if cid == client_id:
-                break
-            ahead += 1
-        return ahead
-
     def check(self, client_id: Optional[str], audio_s: float = 0.0) -> None:
         """Raise if a job of ``client_id`` with ``audio_s`` estimated seconds would be refused.
 
-        Cheap enough to call before text analysis (with ``audio_s=0``) to refuse early. A
-        refusal for lack of room remembers ``client_id`` (see the module docstring).
+        Cheap enough to call before text analysis (with ``audio_s=0``) to refuse early.
 
         Raises:
             ClientLimitError: the client already has ``per_client_jobs`` jobs.
-            BusyError: no free slot and the queue is full in jobs or in audio seconds
-                (reason ``queue_full`` / ``queue_audio_full``), or the free places are held for
-                clients refused earlier (reason ``held_for_earlier``).
+            BusyError: no free slot and the queue is full in jobs or in audio seconds.
         """
         if client_id is not None and self._per_client[client_id] >= self.per_client_jobs:
             raise ClientLimitError(self.per_client_jobs, client_jobs=self._per_client[client_id], reason="client_limit")
-        try:
-            free = self.n_free_places
-            if self._refused and free > 0 and self.n_held_ahead(client_id) >= free:
-                raise self._busy("held_for_earlier", audio_s)
-            if self.has_free_slot():
-                return
-            if len(self.waiting) >= self.max_queue:
-                raise self._busy("queue_full", audio_s)
-            if self.queued_audio_s + audio_s > self.max_queue_audio_s:
-                raise self._busy("queue_audio_full", audio_s)
-        except BusyError as err:
-            self._remember(client_id, err.retry_after_s)
-            raise
-
-    def _remember(self, client_id: Optional[str], retry_after_s: Optional[float]) -> None:
-        if client_id is None:
+        if self.has_free_slot():
             return
-        hold_s = min(HOLD_MAX_S, float(retry_after_s or 1.0) + HOLD_GRACE_S)
-        self._refused[client_id] = self._clock() + hold_s  # a known client keeps its place in line
-        while len(self._refused) > MAX_REMEMBERED:
-            self._refused.popitem(last=False)
+        if len(self.waiting) >= self.max_queue:
+            raise self._busy("queue_full", audio_s)
+        if self.queued_audio_s + audio_s > self.max_queue_audio_s:
+            raise self._busy("queue_audio_full", audio_s)
 
     def admit(self, job: Job) -> bool:
         """Admit ``job``: give it a slot (returns True) or put it at the end of the queue (False).
@@ -183,7 +125,6 @@ class Admission:
         self.check(job.client_id, job.estimated_audio_s)
         if job.client_id is not None:
             self._per_client[job.client_id] += 1
-            self._refused.pop(job.client_id, None)  # its turn is taken
         if self.has_free_slot():
             self.active[job.id] = job
             return True

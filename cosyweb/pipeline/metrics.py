@@ -14,7 +14,7 @@ cosyweb_queued_audio_seconds           gauge      estimated audio seconds waitin
 cosyweb_active_jobs                    gauge      jobs holding a slot
 cosyweb_healthy / cosyweb_ready        gauge      1/0, as /healthz and /readyz
 cosyweb_jobs_admitted_total            counter    jobs accepted by admission control
-cosyweb_jobs_refused_busy_total        counter    busy refusals, label ``reason``: queue_full, queue_audio_full, held_for_earlier, client_limit, shutting_down, not_ready
+cosyweb_jobs_refused_busy_total        counter    busy refusals, label ``reason``: queue_full, queue_audio_full, client_limit, shutting_down, not_ready
 cosyweb_jobs_completed_total           counter    jobs done
 cosyweb_jobs_failed_total              counter    jobs failed (engine or input error)
 cosyweb_jobs_cancelled_total           counter    jobs cancelled (client gone, stop, shutdown)
