@@ -62,17 +62,23 @@ class _Occupy:
 
     def _one(self, i: int) -> None:
         body = {"prompt_id": self.prompt_id, "text": "今天天气很好，我们一起去公园散步吧。" * 30}
-        with httpx.stream("POST", self.url + "/api/v1/tts/stream", json=body, headers={"X-API-Key": f"occupy-{i}"},
-                          timeout=120) as resp:
-            for _ in resp.iter_raw(4096):
-                if self.stop.is_set():
-                    return
+        while not self.stop.is_set():  # refused (places held for clients refused earlier): retry
+            with httpx.stream("POST", self.url + "/api/v1/tts/stream", json=body,
+                              headers={"X-API-Key": f"occupy-{i}"}, timeout=120) as resp:
+                if resp.status_code == 503:
+                    resp.read()
+                    time.sleep(0.5)
+                    continue
+                for _ in resp.iter_raw(4096):
+                    if self.stop.is_set():
+                        return
+                return
 
     def __enter__(self) -> "_Occupy":
         for th in self.threads:
             th.start()
             time.sleep(0.2)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60  # holds of earlier refusals last Retry-After + 3 s at most
         while True:
             st = _stats(self.url)
             if st["active_jobs"] + st["queue_depth"] >= self.n:

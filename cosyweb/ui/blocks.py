@@ -211,8 +211,8 @@ def build_blocks(service: Any, settings: Any, handlers: UIHandlers | None = None
         player_go.click(None, None, status_md, js="() => ''", **quiet)
         # A previous run's error line is stale once the text or the prompt changes (the player
         # clears its own line too; the live text check already shows the new state).
-        gr.on([text.change, prompt_audio.change, prompt_text.change], None, status_md, status_md,
-              js=STALE_JS, **quiet)
+        gr.on([text.change, prompt_audio.change, prompt_text.change, prompt_id.change], None,
+              [status_md, text, prompt_id], status_md, js=STALE_JS, **quiet)
         gen = gen_btn.click(
             h.synthesize_stream,
             [lang, prompt_audio, prompt_text, text, mode, dialect, emotion, speed, volume, seed, instruct_text,

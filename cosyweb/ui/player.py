@@ -39,7 +39,8 @@ ELEM_IDS = {
 RUN_JS = "(...args) => (window.cosywebPlayer ? window.cosywebPlayer.run(args) : [])"
 #: The JavaScript of the JS-only event on a change of the text or the prompt: the player drops its
 #: error line, and the Gradio status line (its only input and output) is cleared when it is one.
-STALE_JS = "(status) => (window.cosywebPlayer ? window.cosywebPlayer.inputsChanged(status) : status)"
+STALE_JS = ("(status, text, promptId) => (window.cosywebPlayer ? "
+            "window.cosywebPlayer.inputsChanged(status, text, promptId) : status)")
 
 
 def player_strings() -> dict[str, list[str]]:

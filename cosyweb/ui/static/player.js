@@ -28,8 +28,9 @@
  * underrun, done, busy, error, stopped.
  *
  * The panel's line is kept as a function of the language: a switch of #cw-lang re-renders it
- * (relabel). inputsChanged(status), run by a JS-only Gradio event when the text or the prompt
- * changes, drops a previous run's error line. The html element gets the class cw-gradio-route
+ * (relabel). inputsChanged(status, text, promptId), run by a JS-only Gradio event when the text
+ * or the prompt changes, drops a previous run's error line (unless the inputs are still those of
+ * that run). The html element gets the class cw-gradio-route
  * while the last click went to Gradio's path (style.css then shows Gradio's output boxes).
  */
 (() => {
@@ -137,7 +138,12 @@
   /** The text or the prompt changed: a previous run's error (or busy) line is stale and goes.
    *  `status` is the Gradio status line (#cw-status); returns it, or "" when it is an error
    *  line (i18n "status_error": "✗ {message}"). */
-  function inputsChanged(status) {
+  function inputsChanged(status, text, promptId) {
+    // A change event that arrives late (after a quick click) carries the inputs of the run
+    // itself: that run's error line is not stale.
+    const last = player.lastInputs;
+    const same = !!last && typeof text === "string" && text === last.text && (promptId || "") === last.promptId;
+    if (same) return status;
     if (line.kind === "error" || line.kind === "busy") show("", "");
     return typeof status === "string" && status.startsWith("✗") ? "" : status;
   }
@@ -204,6 +210,7 @@
   function start(args, click) {
     const [lg, promptId, promptText, text, mode, dialect, emotion, speed, volume, seed, instruct, language] = args;
     player.lang = lg === "en" ? "en" : "zh";
+    player.lastInputs = { text: text || "", promptId: promptId || "" };
     player.pendingClick = null;
     if (player.active) stop("restart");
     const r = { stats: newStats(click), abort: new AbortController(), track: OUT.newTrack(), pieces: [] };
