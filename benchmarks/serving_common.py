@@ -173,11 +173,13 @@ class AppServer:
 
     def stop(self, timeout_s: float = 90.0) -> Optional[int]:
         """SIGTERM and wait; returns the exit status (None for a remote app). A temp workdir
-        of a cleanly stopped server is removed."""
+        of a cleanly stopped server is removed; an unclean exit prints the log's tail."""
         if self.app is None:
             return None
         rc = self.app.stop(timeout_s)
-        if self._own_workdir and rc == 0:
+        if rc != 0:
+            print(f"server exited with {rc}:\n{self.log_tail()}")
+        elif self._own_workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
         return rc
 

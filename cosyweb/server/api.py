@@ -53,6 +53,7 @@ from cosyweb.server.api_inputs import (
     TtsInputs,
     check_content_length,
     client_identity,
+    max_upload_bytes,
     read_tts_inputs,
     read_upload,
     require_login,
@@ -129,10 +130,6 @@ def _state(request: Request) -> ApiState:
     return st
 
 
-def _max_upload_bytes(settings: Any) -> int:
-    return int(float(settings.max_upload_mb) * 1024 * 1024)
-
-
 def _ensure_ready(service: Any) -> None:
     if not service.ready:
         raise BusyError(retry_after_s=5.0, reason="not_ready")
@@ -191,7 +188,7 @@ async def register_prompt(request: Request) -> JSONResponse:
     prepared in the background so that the first synthesis starts without that cost."""
     service, settings = request.app.state.service, request.app.state.settings
     _ensure_ready(service)
-    max_bytes = _max_upload_bytes(settings)
+    max_bytes = max_upload_bytes(settings)
     check_content_length(request, max_bytes)
     audio, prompt_text = None, ""
     ctype = request.headers.get("content-type", "")
@@ -242,7 +239,7 @@ async def _admit(request: Request) -> tuple[Any, TtsInputs, Optional[str]]:
     service, settings = request.app.state.service, request.app.state.settings
     client_id, new_cookie = client_identity(request)
     service.precheck(client_id)  # busy: answered before reading or decoding anything
-    inputs = await read_tts_inputs(request, _max_upload_bytes(settings))
+    inputs = await read_tts_inputs(request, max_upload_bytes(settings))
     inputs.check()
     options = inputs.options()
     if inputs.prompt_id:

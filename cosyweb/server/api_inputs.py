@@ -54,11 +54,16 @@ _FORM_OVERHEAD_BYTES = 256 * 1024
 API_PREFIX = "/api/"
 
 
+def max_upload_bytes(settings: Any) -> int:
+    """The largest prompt upload, bytes (``settings.max_upload_mb`` MiB)."""
+    return int(float(settings.max_upload_mb) * 1024 * 1024)
+
+
 def api_body_limit_bytes(settings: Any) -> int:
-    """The largest request body of the HTTP API, bytes: ``settings.max_upload_mb`` MiB (the prompt
-    upload limit) plus multipart overhead. Enforced on ``Content-Length`` and while reading
+    """The largest request body of the HTTP API, bytes: :func:`max_upload_bytes` plus multipart
+    overhead. Enforced on ``Content-Length`` and while reading
     (:class:`cosyweb.server.body_limit.BodyLimitMiddleware`)."""
-    return int(float(settings.max_upload_mb) * 1024 * 1024) + _FORM_OVERHEAD_BYTES
+    return max_upload_bytes(settings) + _FORM_OVERHEAD_BYTES
 
 
 class AuthRequiredError(CosywebError):

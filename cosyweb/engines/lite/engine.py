@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from contextlib import nullcontext
 from typing import Iterator
 
 import numpy as np
@@ -125,10 +126,7 @@ class LiteEngine(Engine):
             cosyweb.errors.EngineError: any other failure.
         """
         try:
-            if segment.index == 0:
-                with cpu_share.first_segment():
-                    audio = self._synthesize(voice, segment, options)
-            else:
+            with cpu_share.first_segment() if segment.index == 0 else nullcontext():
                 audio = self._synthesize(voice, segment, options)
             yield audio
         except CosywebError:
